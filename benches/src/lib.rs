@@ -1,0 +1,1 @@
+//! Benchmark fixtures for udah (filled by the benchmark work).

@@ -1,0 +1,1 @@
+//! Library part of the udah command.

@@ -1,0 +1,2 @@
+//! The udah command.
+fn main() {}

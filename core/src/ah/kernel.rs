@@ -1,0 +1,190 @@
+//! The kernel profile: Linux `ib_init_ah_attr_from_wc`
+//! (`drivers/infiniband/core/verbs.c`, mainline 2025 with commit
+//! `8aaa848eaddd`), bit-exact with the kernel-profile vectors.
+//!
+//! The rules (SEMANTICS §4): the attribute type comes from the port; on RoCE
+//! ports the network type is the driver-reported one
+//! (`IB_WC_WITH_NETWORK_HDR_TYPE`) or the kernel's heuristic (RFC checksum,
+//! "neither" falls through to the next-header test, every non-UDP next header
+//! is RoCE v1); the local GID is matched with the exact GID type and, on
+//! RoCE, the VLAN of the completion; a RoCE completion without `IB_WC_GRH` is
+//! `-EPROTOTYPE`; on IB a local GID with the SA well-known interface id takes
+//! slot 0; flow label and traffic class both come from `W0` (for IPv4 packets
+//! from the undefined front of the area); the hop limit is 255 on IB and for
+//! link-local RoCE v1 (whose MAC is derived from the GID), and otherwise the
+//! route's, which together with the neighbour MAC the kernel resolves through
+//! the IP stack. udah does not route: it returns [`HopLimit::Route`] and
+//! [`Dmac::Resolve`] and leaves both to the backend at create time, except
+//! for the one host-independent failure, an address-family mismatch between
+//! the local entry and the remote GID (`-EINVAL`).
+//!
+//! The failure value carries the attribute as the kernel leaves it.
+
+use super::attr::{AhType, Dmac, HopLimit, RdmaAhAttr, RdmaGlobalRoute};
+use super::wc::{IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_VLAN, KernelWc};
+use crate::error::KernelError;
+use crate::gid_table::{GidTable, GidType, LinkLayer};
+use crate::wire::gid::SA_WELL_KNOWN_INTERFACE_ID;
+use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, NetworkType, detect, grh, ipv4};
+
+/// A failed call: the error and the attribute as the kernel leaves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelFailure {
+    /// What went wrong.
+    pub error: KernelError,
+    /// The partly written attribute (FORMAT-kernel "What is left in ah_attr").
+    pub attr: RdmaAhAttr,
+}
+
+impl core::fmt::Display for KernelFailure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl core::error::Error for KernelFailure {}
+
+/// The result of [`init_ah_attr_from_wc`].
+pub type KernelResult = Result<RdmaAhAttr, KernelFailure>;
+
+/// The kernel's `ib_get_net_type_by_grh` for a RoCE port, as a raw
+/// `rdma_network_type`.
+#[inline]
+pub fn net_type_by_grh(area: &Area) -> NetworkType {
+    let v = detect::version_kernel(area);
+    let udp = grh::next_header(area) == grh::NEXT_HDR_UDP;
+    core::hint::select_unpredictable(
+        v == HeaderVersion::Ipv4,
+        NetworkType::Ipv4,
+        core::hint::select_unpredictable(udp, NetworkType::Ipv6, NetworkType::RoceV1),
+    )
+}
+
+/// `ib_init_ah_attr_from_wc(dev, port, wc, grh, &attr)` for the port whose
+/// GID table is `table` (its port number and link layer are used).
+/// `area` `None` stands for a NULL `grh`.
+#[inline]
+pub fn init_ah_attr_from_wc<const N: usize>(table: &GidTable<N>, wc: &KernelWc, area: Option<&Area>) -> KernelResult {
+    init_ah_attr_from_wc_with(table, wc, area, Evidence::None)
+}
+
+/// [`init_ah_attr_from_wc`] where, on a RoCE port whose completion does not
+/// report the network type, the type comes from `evidence` through the strict
+/// [`detect::detect`] instead of the heuristic. `Evidence::None` is exactly
+/// the kernel.
+pub fn init_ah_attr_from_wc_with<const N: usize>(
+    table: &GidTable<N>,
+    wc: &KernelWc,
+    area: Option<&Area>,
+    evidence: Evidence,
+) -> KernelResult {
+    let ah_type = match table.link_layer() {
+        LinkLayer::Ethernet => AhType::Roce,
+        LinkLayer::Infiniband => AhType::Ib,
+        LinkLayer::Opa => AhType::Opa,
+    };
+    let roce = ah_type == AhType::Roce;
+    let mut attr = RdmaAhAttr {
+        ah_type,
+        dlid: (!roce).then_some(0),
+        src_path_bits: (!roce).then_some(0),
+        roce: roce.then_some(Dmac::Mac([0; 6])),
+        ..RdmaAhAttr::default()
+    };
+    let fail = |error: KernelError, attr: RdmaAhAttr| Err(KernelFailure { error, attr });
+
+    // Step 2: network type.
+    let net_type: u8 = if !roce {
+        NetworkType::Ib as u8
+    } else if wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE != 0 {
+        wc.network_hdr_type
+    } else {
+        let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
+        match evidence {
+            Evidence::None => net_type_by_grh(a) as u8,
+            ev => match detect::detect(a, ev) {
+                Detection::Ipv4 => NetworkType::Ipv4 as u8,
+                Detection::Ipv6 => NetworkType::Ipv6 as u8,
+                Detection::Grh => NetworkType::RoceV1 as u8,
+                Detection::Ambiguous | Detection::Unrecognized => return fail(KernelError::AmbiguousHeader, attr),
+            },
+        }
+    };
+    let gid_type = match net_type {
+        2 | 3 => GidType::RoceV2,
+        1 => GidType::RoceV1,
+        _ => GidType::Ib,
+    };
+
+    // Step 3: the two GIDs (remote = packet source, local = packet destination).
+    if net_type > NetworkType::Ipv6 as u8 {
+        return fail(KernelError::InvalidNetworkType(net_type), attr);
+    }
+    let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
+    let (remote, local) = if net_type == NetworkType::Ipv4 as u8 {
+        let [_, _, _, _, _, _, _, _, _, _, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *ipv4::header(a);
+        (Gid::from_ipv4([s0, s1, s2, s3]), Gid::from_ipv4([d0, d1, d2, d3]))
+    } else {
+        (grh::sgid(a), grh::dgid(a))
+    };
+
+    // Step 4.
+    attr.sl = wc.sl;
+    attr.port_num = u32::from(table.port_num());
+    let grh_filled = |index: u32| RdmaGlobalRoute {
+        dgid: remote,
+        flow_label: grh::flow_label(a),
+        sgid_index: index as u8,
+        hop_limit: HopLimit::Value(0xff),
+        traffic_class: grh::traffic_class(a),
+        sgid_attr_index: Some(index),
+    };
+
+    if roce {
+        // Step 5.
+        let vlan = if wc.wc_flags & IB_WC_WITH_VLAN != 0 { wc.vlan_id } else { 0xffff };
+        if wc.wc_flags & IB_WC_GRH == 0 {
+            return fail(KernelError::NoGrhOnRoce, attr);
+        }
+        let Some(index) = table.find_kernel(&local, gid_type, Some(vlan)) else {
+            return fail(KernelError::GidNotFound, attr);
+        };
+        attr.ah_flags = 1;
+        attr.grh = grh_filled(index);
+        if remote.is_link_local() && gid_type == GidType::RoceV1 {
+            attr.roce = Some(Dmac::Mac(remote.link_local_mac()));
+            return Ok(attr);
+        }
+        if local.is_ipv4_mapped() != remote.is_ipv4_mapped() {
+            attr.grh.sgid_attr_index = None;
+            return fail(KernelError::AddressFamilyMismatch, attr);
+        }
+        attr.grh.hop_limit = HopLimit::Route;
+        attr.roce = Some(Dmac::Resolve);
+        Ok(attr)
+    } else {
+        // Step 6.
+        attr.dlid = Some(if ah_type == AhType::Ib { wc.slid & 0xffff } else { wc.slid });
+        attr.src_path_bits = Some(wc.dlid_path_bits);
+        if wc.wc_flags & IB_WC_GRH == 0 {
+            return Ok(attr);
+        }
+        let index = if local.interface_id() == SA_WELL_KNOWN_INTERFACE_ID {
+            if table.is_empty() {
+                return fail(KernelError::NoGidSlots, attr);
+            }
+            if table.get(0).is_none() {
+                return fail(KernelError::WellKnownSlotEmpty, attr);
+            }
+            0
+        } else {
+            match table.find_kernel(&local, GidType::Ib, None) {
+                Some(i) => i,
+                None => return fail(KernelError::GidNotFound, attr),
+            }
+        };
+        attr.ah_flags = 1;
+        attr.grh = grh_filled(index);
+        Ok(attr)
+    }
+}

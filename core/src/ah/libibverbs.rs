@@ -1,0 +1,222 @@
+//! The libibverbs profile: `ibv_init_ah_from_wc` of rdma-core 44 (the text is
+//! identical at rdma-core HEAD), bit-exact on x86-64.
+//!
+//! What is reproduced (SEMANTICS §3), including the quirks:
+//!
+//! * `flow_label = W0 & 0xfffff`, `dlid = wc.slid`, `sl = wc.sl` (unmasked),
+//!   `src_path_bits = wc.dlid_path_bits` and `port_num` are written before
+//!   anything else, also without `IBV_WC_GRH` and also for RoCE v2/IPv4,
+//!   where `W0` lies in the undefined front of the area (Q2, Q3, Q17);
+//! * header detection with the single-fold little-endian checksum (Q5, Q6);
+//! * IPv4: a class D destination is `EINVAL`; the local GID is searched as
+//!   `::ffff:daddr` of class RoCE v2 only (Q19); `hop_limit` = TTL and
+//!   `traffic_class` = TOS (Q20);
+//! * IPv6/GRH: a `ff00::/8` destination is `EINVAL`; `dgid` is written
+//!   before the next-header check, so it survives the failures after it
+//!   (Q15); next header 17 searches class RoCE v2, `0x1B` class IB/RoCE v1
+//!   (Q10), anything else is `EPROTONOSUPPORT`;
+//! * the GID search semantics of [`GidTable::find_libibverbs`] (Q9, Q11,
+//!   Q13) and the truncation of the index to 8 bits (Q12).
+//!
+//! What differs, on purpose: a missing area returns
+//! [`IbvError::MissingGrh`] where C crashes (Q1), and the search is a hash
+//! probe instead of two system calls per table entry. `errno` after a
+//! successful call (Q14) is not modelled: success returns no errno.
+//!
+//! The failure value carries the attribute as C leaves it written
+//! ([`IbvFailure::attr`]).
+
+use core::hint::select_unpredictable;
+
+use super::attr::{IbvAhAttr, IbvGlobalRoute};
+use super::wc::{IBV_WC_GRH, IbvWc};
+use crate::error::IbvError;
+use crate::gid_table::GidTable;
+use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, detect, grh, ipv4};
+
+/// A failed call: the error and the attribute as the C function leaves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IbvFailure {
+    /// What went wrong.
+    pub error: IbvError,
+    /// The partly written attribute (SEMANTICS §3.3).
+    pub attr: IbvAhAttr,
+}
+
+impl core::fmt::Display for IbvFailure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl core::error::Error for IbvFailure {}
+
+/// The result of [`init_ah_from_wc`].
+pub type IbvResult = Result<IbvAhAttr, IbvFailure>;
+
+/// What the area says before the GID search, as the C code would act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Verdict {
+    /// Search the GID table for [`Classified::local`].
+    Search = 0,
+    /// Header version "neither" (`EPROTONOSUPPORT`).
+    UnknownVersion = 1,
+    /// Multicast destination (`EINVAL`).
+    Multicast = 2,
+    /// Next header neither `0x1B` nor 17 (`EPROTONOSUPPORT`).
+    UnknownNextHeader = 3,
+    /// Evidence contradicts the bytes (only with evidence).
+    Ambiguous = 4,
+}
+
+/// Header classification and field extraction for the libibverbs profile:
+/// everything `ibv_init_ah_from_wc` derives from the area before it searches
+/// the GID table. Produced by straight-line code ([`classify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Classified {
+    /// What to do next.
+    pub verdict: Verdict,
+    /// The IPv4 branch was taken.
+    pub is_ipv4: bool,
+    /// The local GID to search for (our address: IPv4 destination as
+    /// `::ffff:a.b.c.d`, or the GRH destination GID).
+    pub local: Gid,
+    /// Search class RoCE v2 (else IB/RoCE v1).
+    pub want_v2: bool,
+    /// The reply's destination GID (the packet's source).
+    pub remote: Gid,
+    /// Whether C has written `dgid = remote` before a failure of the search
+    /// or of the next-header check (the IPv6 branch after its multicast test).
+    pub remote_written_early: bool,
+    /// Hop limit for the reply (IPv4 TTL or GRH hop limit).
+    pub hop_limit: u8,
+    /// Traffic class for the reply (IPv4 TOS or GRH traffic class).
+    pub traffic_class: u8,
+}
+
+#[inline]
+fn sel_gid(c: bool, a: Gid, b: Gid) -> Gid {
+    // Mask arithmetic: a 16-byte select that never becomes a jump.
+    let m = u128::from(c).wrapping_neg();
+    Gid::from_u128((a.to_u128() & m) | (b.to_u128() & !m))
+}
+
+#[inline]
+fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classified {
+    let h = ipv4::header(area);
+    let [_, tos, _, _, _, _, _, _, ttl, _, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *h;
+    let g_dgid = grh::dgid(area);
+    let g_sgid = grh::sgid(area);
+    let nh = grh::next_header(area);
+    let mc4 = d0 & 0xf0 == 0xe0;
+    let mc6 = g_dgid.is_multicast();
+    let nh_v2 = nh == grh::NEXT_HDR_UDP;
+    let nh_v1 = nh == grh::NEXT_HDR_IBA;
+
+    let multicast = (is4 & mc4) | (is6 & mc6);
+    let bad_nh = is6 & !mc6 & !(nh_v1 | nh_v2);
+    let neither = !is4 & !is6 & !ambiguous;
+    let v = select_unpredictable(bad_nh, Verdict::UnknownNextHeader, Verdict::Search);
+    let v = select_unpredictable(multicast, Verdict::Multicast, v);
+    let v = select_unpredictable(neither, Verdict::UnknownVersion, v);
+    let verdict = select_unpredictable(ambiguous, Verdict::Ambiguous, v);
+
+    Classified {
+        verdict,
+        is_ipv4: is4,
+        local: sel_gid(is4, Gid::from_ipv4([d0, d1, d2, d3]), g_dgid),
+        want_v2: is4 | nh_v2,
+        remote: sel_gid(is4, Gid::from_ipv4([s0, s1, s2, s3]), g_sgid),
+        remote_written_early: is6 & !mc6,
+        hop_limit: select_unpredictable(is4, ttl, grh::hop_limit(area)),
+        traffic_class: select_unpredictable(is4, tos, grh::traffic_class(area)),
+    }
+}
+
+/// Classifies the area with libibverbs' own heuristic and extracts every
+/// field the reply needs. Straight-line code: no conditional jump.
+#[inline]
+pub fn classify(area: &Area) -> Classified {
+    let v = detect::version_libibverbs(area);
+    classify_from(area, v == HeaderVersion::Ipv4, v == HeaderVersion::Ipv6, false)
+}
+
+/// Like [`classify`], but the header type comes from `evidence` through the
+/// strict [`detect::detect`]; `Evidence::None` is exactly [`classify`].
+/// Contradictory evidence gives [`Verdict::Ambiguous`].
+#[inline]
+pub fn classify_with(area: &Area, evidence: Evidence) -> Classified {
+    if matches!(evidence, Evidence::None) {
+        return classify(area);
+    }
+    let d = detect::detect(area, evidence);
+    let is4 = d == Detection::Ipv4;
+    let is6 = (d == Detection::Grh) | (d == Detection::Ipv6);
+    classify_from(area, is4, is6, !is4 & !is6)
+}
+
+/// `ibv_init_ah_from_wc(ctx, port_num, wc, grh, &attr)` against the GID-table
+/// snapshot `table` (the port's table; a `port_num` other than the table's
+/// behaves as a port whose GID queries fail).
+///
+/// `area` is the 40-byte receive area; `None` stands for a NULL `grh`, where
+/// C crashes.
+#[inline]
+pub fn init_ah_from_wc<const N: usize>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: Option<&Area>,
+) -> IbvResult {
+    init_ah_from_wc_with(table, port_num, wc, area, Evidence::None)
+}
+
+/// [`init_ah_from_wc`] with the header type taken from `evidence` (see
+/// [`classify_with`]). With `Evidence::None` this is bit-exact libibverbs.
+#[inline]
+pub fn init_ah_from_wc_with<const N: usize>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: Option<&Area>,
+    evidence: Evidence,
+) -> IbvResult {
+    let Some(area) = area else {
+        return Err(IbvFailure { error: IbvError::MissingGrh, attr: IbvAhAttr::default() });
+    };
+    let mut attr = IbvAhAttr {
+        grh: IbvGlobalRoute { flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
+        dlid: wc.slid,
+        sl: wc.sl,
+        src_path_bits: wc.dlid_path_bits,
+        port_num,
+        ..IbvAhAttr::default()
+    };
+    if wc.wc_flags & IBV_WC_GRH == 0 {
+        return Ok(attr);
+    }
+    attr.is_global = 1;
+    let c = classify_with(area, evidence);
+    let early = select_unpredictable(c.remote_written_early, c.remote.0, [0; 16]);
+    let fail = |error: IbvError, dgid: [u8; 16]| {
+        let mut a = attr;
+        a.grh.dgid = dgid;
+        Err(IbvFailure { error, attr: a })
+    };
+    match c.verdict {
+        Verdict::Search => {}
+        Verdict::UnknownVersion => return fail(IbvError::UnknownHeaderVersion, [0; 16]),
+        Verdict::Multicast => return fail(IbvError::MulticastDestination, [0; 16]),
+        Verdict::UnknownNextHeader => return fail(IbvError::UnknownNextHeader(grh::next_header(area)), early),
+        Verdict::Ambiguous => return fail(IbvError::AmbiguousHeader, [0; 16]),
+    }
+    let Some(index) = table.find_libibverbs(port_num, &c.local, c.want_v2) else {
+        return fail(IbvError::GidNotFound, early);
+    };
+    attr.grh.dgid = c.remote.0;
+    attr.grh.sgid_index = index as u8;
+    attr.grh.hop_limit = c.hop_limit;
+    attr.grh.traffic_class = c.traffic_class;
+    Ok(attr)
+}

@@ -1,0 +1,497 @@
+//! [`GidTable`]: a fixed-capacity snapshot of one port's GID table with O(1)
+//! look-ups that return exactly the index each C search would return.
+//!
+//! libibverbs finds the local GID with one `ibv_query_gid` plus one
+//! `ibv_query_gid_type` per table index, from 0 upward, until a match or a
+//! failing query: two system calls per entry, 60 on average over the public
+//! test corpus. The kernel walks its GID cache under a lock. Both return the
+//! **lowest** matching index. `GidTable` keeps the table in arrays sized by a
+//! const generic (it can live in a `static`) and keeps, per hash bucket, a
+//! chain of the non-empty slots in ascending index order. A look-up hashes
+//! the GID, walks one chain and returns the first slot that passes the
+//! profile's filter, which is therefore the lowest such index. Chains hold
+//! about one slot on average (there are `N` buckets for at most `N` slots),
+//! plus the duplicates of the GID (one per type and VLAN), whatever the table
+//! size.
+//!
+//! The profile-specific rules:
+//!
+//! | | [`find_libibverbs`](GidTable::find_libibverbs) | [`find_kernel`](GidTable::find_kernel) |
+//! |---|---|---|
+//! | type | two classes: IB and RoCE v1 together, RoCE v2 | exact (IB, RoCE v1, RoCE v2) |
+//! | empty slots | read as (zero GID, class v1): a zero GID searched as v1 matches the first empty slot | skipped |
+//! | VLAN | ignored | must equal the wanted VLAN (RoCE), or ignored (IB) |
+//! | port | a port other than the table's makes the first query fail | the caller picks the table |
+//!
+//! The snapshot carries a generation number: a backend that rebuilds the
+//! table after a GID-change event bumps it, so that AHs built against the old
+//! table can be retired.
+
+use crate::error::GidTableError;
+use crate::wire::Gid;
+
+/// `enum ib_gid_type` / `IB_UVERBS_GID_TYPE_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum GidType {
+    /// InfiniBand.
+    Ib = 0,
+    /// RoCE v1.
+    RoceV1 = 1,
+    /// RoCE v2 (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
+    RoceV2 = 2,
+}
+
+impl GidType {
+    /// The type of a raw `ib_uverbs_gid_type` value.
+    pub const fn from_raw(v: u32) -> Option<GidType> {
+        match v {
+            0 => Some(GidType::Ib),
+            1 => Some(GidType::RoceV1),
+            2 => Some(GidType::RoceV2),
+            _ => None,
+        }
+    }
+}
+
+/// What kind of port the table belongs to (decides the kernel profile's path
+/// and the `type` of its attribute).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkLayer {
+    /// An InfiniBand port.
+    Infiniband,
+    /// An Ethernet port speaking RoCE (v1 and/or v2).
+    Ethernet,
+    /// An InfiniBand port with the OPA address-handle capability.
+    Opa,
+}
+
+/// One valid GID-table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GidEntry {
+    /// The GID.
+    pub gid: Gid,
+    /// Its type.
+    pub gid_type: GidType,
+    /// The VLAN id of the entry's netdev (or of the VLAN device beneath it),
+    /// as the kernel's `rdma_read_gid_l2_fields` reports it; `None` when the
+    /// netdev is not on a VLAN. Always `None` on InfiniBand ports.
+    pub vlan: Option<u16>,
+    /// The netdev's interface index (0 when none or unknown).
+    pub ifindex: u32,
+}
+
+impl GidEntry {
+    /// An untagged entry without a known netdev.
+    pub const fn new(gid: Gid, gid_type: GidType) -> GidEntry {
+        GidEntry { gid, gid_type, vlan: None, ifindex: 0 }
+    }
+
+    /// The same entry on VLAN `vlan`.
+    pub const fn with_vlan(self, vlan: u16) -> GidEntry {
+        GidEntry { vlan: Some(vlan), ..self }
+    }
+
+    /// The same entry with netdev interface index `ifindex`.
+    pub const fn with_ifindex(self, ifindex: u32) -> GidEntry {
+        GidEntry { ifindex, ..self }
+    }
+}
+
+/// Index sentinel of the chains.
+const NIL: u16 = u16::MAX;
+/// `Slot::ty` of a RoCE v2 entry.
+const TY_ROCE_V2: u8 = GidType::RoceV2 as u8 + 1;
+/// "No VLAN", as the kernel reports it.
+const NO_VLAN: u16 = 0xffff;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    gid: [u8; 16],
+    /// 0 = empty, else `GidType as u8 + 1`.
+    ty: u8,
+    vlan: u16,
+    ifindex: u32,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot { gid: [0; 16], ty: 0, vlan: NO_VLAN, ifindex: 0 };
+}
+
+/// A snapshot of one port's GID table, with capacity `N` slots.
+///
+/// `N` may be smaller than the table length the device reports
+/// (`gid_tbl_len`): slots at or above `N` are then empty (a backend refuses to
+/// snapshot a table whose valid entries do not fit). `N` must be between 1 and
+/// 65534.
+#[derive(Clone)]
+pub struct GidTable<const N: usize> {
+    port_num: u8,
+    link_layer: LinkLayer,
+    len: u32,
+    generation: u64,
+    live: u32,
+    /// Lowest empty index below `len`, or `u32::MAX`.
+    first_empty: u32,
+    slots: [Slot; N],
+    head: [u16; N],
+    next: [u16; N],
+}
+
+impl<const N: usize> core::fmt::Debug for GidTable<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GidTable")
+            .field("port_num", &self.port_num)
+            .field("link_layer", &self.link_layer)
+            .field("len", &self.len)
+            .field("generation", &self.generation)
+            .field("entries", &self.live)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const N: usize> GidTable<N> {
+    /// An empty table of length `len` for port `port_num`.
+    pub const fn new(port_num: u8, link_layer: LinkLayer, len: u32) -> GidTable<N> {
+        const { assert!(N > 0 && N < NIL as usize, "GidTable capacity must be 1..=65534") };
+        GidTable {
+            port_num,
+            link_layer,
+            len,
+            generation: 0,
+            live: 0,
+            first_empty: if len > 0 { 0 } else { u32::MAX },
+            slots: [Slot::EMPTY; N],
+            head: [NIL; N],
+            next: [NIL; N],
+        }
+    }
+
+    /// The port number.
+    pub const fn port_num(&self) -> u8 {
+        self.port_num
+    }
+
+    /// The port's link layer.
+    pub const fn link_layer(&self) -> LinkLayer {
+        self.link_layer
+    }
+
+    /// The table length (`gid_tbl_len`): queries at or above it fail.
+    pub const fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the table has no slots at all.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The capacity `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// The number of valid entries.
+    pub const fn entries(&self) -> u32 {
+        self.live
+    }
+
+    /// The generation number of this snapshot.
+    pub const fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Sets the generation number (a backend bumps it on every rebuild).
+    pub fn set_generation(&mut self, generation: u64) {
+        self.generation = generation;
+    }
+
+    #[inline]
+    fn bucket(gid: &[u8; 16]) -> usize {
+        let v = u128::from_le_bytes(*gid);
+        let x = (v as u64) ^ ((v >> 64) as u64).rotate_left(29);
+        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+        // Lemire's multiply-shift range reduction: h < 2^32, N < 2^16.
+        ((h.wrapping_mul(N as u64)) >> 32) as usize
+    }
+
+    /// Stores `entry` at `index`, replacing what was there.
+    pub fn set(&mut self, index: u32, entry: GidEntry) -> Result<(), GidTableError> {
+        if index >= self.len {
+            return Err(GidTableError::IndexOutOfRange { index, len: self.len });
+        }
+        let i = index as usize;
+        if i >= N {
+            return Err(GidTableError::OverCapacity { index, capacity: N });
+        }
+        if entry.gid == Gid::ZERO {
+            return Err(GidTableError::ZeroGid);
+        }
+        if let Some(v) = entry.vlan.filter(|v| *v > 4095) {
+            return Err(GidTableError::InvalidVlan(v));
+        }
+        self.unlink(i);
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Slot {
+                gid: entry.gid.0,
+                ty: (entry.gid_type as u8).wrapping_add(1),
+                vlan: entry.vlan.unwrap_or(NO_VLAN),
+                ifindex: entry.ifindex,
+            };
+        }
+        self.link(i);
+        self.live = self.live.wrapping_add(1);
+        self.recompute_first_empty();
+        Ok(())
+    }
+
+    /// Empties the slot at `index` (no-op if it is empty or out of range).
+    pub fn clear(&mut self, index: u32) {
+        let i = index as usize;
+        if index < self.len && i < N {
+            self.unlink(i);
+            self.recompute_first_empty();
+        }
+    }
+
+    /// Empties every slot, keeping port, length and generation.
+    pub fn clear_all(&mut self) {
+        self.slots = [Slot::EMPTY; N];
+        self.head = [NIL; N];
+        self.next = [NIL; N];
+        self.live = 0;
+        self.recompute_first_empty();
+    }
+
+    /// Removes slot `i` from its chain if it is occupied, and marks it empty.
+    fn unlink(&mut self, i: usize) {
+        let Some(slot) = self.slots.get(i).copied() else { return };
+        if slot.ty == 0 {
+            return;
+        }
+        let b = Self::bucket(&slot.gid);
+        let after = self.next.get(i).copied().unwrap_or(NIL);
+        let mut prev: Option<usize> = None;
+        let mut cur = self.head.get(b).copied().unwrap_or(NIL);
+        while cur != NIL {
+            if usize::from(cur) == i {
+                match prev {
+                    None => {
+                        if let Some(h) = self.head.get_mut(b) {
+                            *h = after;
+                        }
+                    }
+                    Some(p) => {
+                        if let Some(n) = self.next.get_mut(p) {
+                            *n = after;
+                        }
+                    }
+                }
+                break;
+            }
+            prev = Some(usize::from(cur));
+            cur = self.next.get(usize::from(cur)).copied().unwrap_or(NIL);
+        }
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Slot::EMPTY;
+        }
+        if let Some(n) = self.next.get_mut(i) {
+            *n = NIL;
+        }
+        self.live = self.live.saturating_sub(1);
+    }
+
+    /// Inserts occupied slot `i` into its chain, keeping ascending order.
+    fn link(&mut self, i: usize) {
+        let Some(slot) = self.slots.get(i).copied() else { return };
+        let b = Self::bucket(&slot.gid);
+        let idx = i as u16;
+        let mut prev: Option<usize> = None;
+        let mut cur = self.head.get(b).copied().unwrap_or(NIL);
+        while cur != NIL && cur < idx {
+            prev = Some(usize::from(cur));
+            cur = self.next.get(usize::from(cur)).copied().unwrap_or(NIL);
+        }
+        if let Some(n) = self.next.get_mut(i) {
+            *n = cur;
+        }
+        match prev {
+            None => {
+                if let Some(h) = self.head.get_mut(b) {
+                    *h = idx;
+                }
+            }
+            Some(p) => {
+                if let Some(n) = self.next.get_mut(p) {
+                    *n = idx;
+                }
+            }
+        }
+    }
+
+    fn recompute_first_empty(&mut self) {
+        let within = (self.len as usize).min(N);
+        let found = self.slots.iter().take(within).position(|s| s.ty == 0);
+        self.first_empty = match found {
+            Some(i) => i as u32,
+            // Slots in N..len exist on the device but not in the snapshot: empty.
+            None if (self.len as usize) > N => N as u32,
+            None => u32::MAX,
+        };
+    }
+
+    /// The entry at `index`, or `None` for an empty or out-of-range slot.
+    pub fn get(&self, index: u32) -> Option<GidEntry> {
+        let s = self.slots.get(index as usize).filter(|s| s.ty != 0 && index < self.len)?;
+        Some(GidEntry {
+            gid: Gid(s.gid),
+            gid_type: GidType::from_raw(u32::from(s.ty.wrapping_sub(1)))?,
+            vlan: (s.vlan != NO_VLAN).then_some(s.vlan),
+            ifindex: s.ifindex,
+        })
+    }
+
+    /// The valid entries with their indices, in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, GidEntry)> + '_ {
+        (0..(self.len as usize).min(N) as u32).filter_map(|i| self.get(i).map(|e| (i, e)))
+    }
+
+    /// The slots of the chain `gid` hashes to, in ascending index order.
+    #[inline]
+    fn chain<'a>(&'a self, gid: &'a [u8; 16]) -> impl Iterator<Item = (u32, &'a Slot)> + 'a {
+        let mut cur = self.head.get(Self::bucket(gid)).copied().unwrap_or(NIL);
+        core::iter::from_fn(move || {
+            let i = cur;
+            let s = self.slots.get(usize::from(i))?;
+            cur = self.next.get(usize::from(i)).copied().unwrap_or(NIL);
+            Some((u32::from(i), s))
+        })
+        .filter(move |(_, s)| s.gid == *gid)
+    }
+
+    /// The index libibverbs' `ibv_find_gid_index` returns (untruncated):
+    /// the lowest index whose (GID, v1/v2 class) matches, reading empty slots
+    /// as (zero GID, class v1), scanning until the first failing query (index
+    /// `len`, or index 0 when `port` is not this table's port or is 0).
+    #[inline]
+    pub fn find_libibverbs(&self, port: u8, gid: &Gid, want_v2: bool) -> Option<u32> {
+        if port != self.port_num || port == 0 {
+            return None;
+        }
+        if *gid == Gid::ZERO {
+            return (!want_v2 && self.first_empty != u32::MAX).then_some(self.first_empty);
+        }
+        self.chain(&gid.0).find(|(_, s)| (s.ty == TY_ROCE_V2) == want_v2).map(|(i, _)| i)
+    }
+
+    /// How many GID queries libibverbs would make for a search that ended
+    /// with `result` (2 per index examined, plus 1 for the failing query that
+    /// ends an unsuccessful scan).
+    pub fn libibverbs_query_count(&self, port: u8, result: Option<u32>) -> u64 {
+        match result {
+            Some(i) => u64::from(i).wrapping_mul(2).wrapping_add(2),
+            None if port != self.port_num || port == 0 => 1,
+            None => u64::from(self.len).wrapping_mul(2).wrapping_add(1),
+        }
+    }
+
+    /// The index the kernel's `rdma_find_gid_by_filter` /
+    /// `rdma_find_gid_by_port` returns: the lowest valid entry with this GID,
+    /// exactly this type and, when `vlan` is `Some`, this VLAN id (`0xffff` =
+    /// untagged, matching entries whose netdev is not on a VLAN).
+    #[inline]
+    pub fn find_kernel(&self, gid: &Gid, gid_type: GidType, vlan: Option<u16>) -> Option<u32> {
+        let ty = (gid_type as u8).wrapping_add(1);
+        self.chain(&gid.0).find(|(_, s)| s.ty == ty && vlan.is_none_or(|v| v == s.vlan)).map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn v4(a: u8) -> Gid {
+        Gid::from_ipv4([10, 0, 0, a])
+    }
+
+    #[test]
+    fn lowest_index_wins_and_classes() {
+        let mut t: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+        t.set(5, GidEntry::new(v4(1), GidType::RoceV2)).unwrap();
+        t.set(2, GidEntry::new(v4(1), GidType::RoceV2)).unwrap();
+        t.set(3, GidEntry::new(v4(1), GidType::Ib)).unwrap();
+        t.set(7, GidEntry::new(v4(1), GidType::RoceV1)).unwrap();
+        assert_eq!(t.find_libibverbs(1, &v4(1), true), Some(2));
+        assert_eq!(t.find_libibverbs(1, &v4(1), false), Some(3)); // IB counts as v1
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV1, None), Some(7));
+        assert_eq!(t.find_kernel(&v4(1), GidType::Ib, None), Some(3));
+        assert_eq!(t.find_libibverbs(2, &v4(1), true), None);
+        assert_eq!(t.find_libibverbs(1, &v4(9), true), None);
+        t.clear(2);
+        assert_eq!(t.find_libibverbs(1, &v4(1), true), Some(5));
+        assert_eq!(t.entries(), 3);
+    }
+
+    #[test]
+    fn empty_slots_and_zero_gid() {
+        let mut t: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
+        for i in 0..4 {
+            t.set(i, GidEntry::new(v4(i as u8 + 1), GidType::RoceV1)).unwrap();
+        }
+        assert_eq!(t.find_libibverbs(1, &Gid::ZERO, false), None);
+        t.clear(2);
+        assert_eq!(t.find_libibverbs(1, &Gid::ZERO, false), Some(2));
+        assert_eq!(t.find_libibverbs(1, &Gid::ZERO, true), None);
+        assert_eq!(t.find_kernel(&Gid::ZERO, GidType::RoceV1, None), None);
+        // A table longer than the snapshot: slot N is empty on the device.
+        let mut big: GidTable<2> = GidTable::new(1, LinkLayer::Ethernet, 300);
+        big.set(0, GidEntry::new(v4(1), GidType::RoceV1)).unwrap();
+        big.set(1, GidEntry::new(v4(2), GidType::RoceV1)).unwrap();
+        assert_eq!(big.find_libibverbs(1, &Gid::ZERO, false), Some(2));
+        assert_eq!(
+            big.set(2, GidEntry::new(v4(3), GidType::RoceV1)),
+            Err(GidTableError::OverCapacity { index: 2, capacity: 2 })
+        );
+    }
+
+    #[test]
+    fn vlan_filter() {
+        let mut t: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+        t.set(7, GidEntry::new(v4(1), GidType::RoceV2).with_vlan(100)).unwrap();
+        t.set(9, GidEntry::new(v4(1), GidType::RoceV2)).unwrap();
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV2, Some(100)), Some(7));
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV2, Some(0xffff)), Some(9));
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV2, Some(0)), None);
+        assert_eq!(t.find_libibverbs(1, &v4(1), true), Some(7));
+    }
+
+    #[test]
+    fn rejects_bad_updates() {
+        let mut t: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 3);
+        assert_eq!(
+            t.set(3, GidEntry::new(v4(1), GidType::RoceV2)),
+            Err(GidTableError::IndexOutOfRange { index: 3, len: 3 })
+        );
+        assert_eq!(t.set(0, GidEntry::new(Gid::ZERO, GidType::RoceV2)), Err(GidTableError::ZeroGid));
+        assert_eq!(
+            t.set(0, GidEntry::new(v4(1), GidType::RoceV2).with_vlan(4096)),
+            Err(GidTableError::InvalidVlan(4096))
+        );
+    }
+
+    #[test]
+    fn many_collisions_keep_order() {
+        // Every slot holds the same GID: one chain of 256 in index order.
+        let mut t: GidTable<256> = GidTable::new(1, LinkLayer::Ethernet, 256);
+        for i in (0..256u32).rev() {
+            let ty = if i % 2 == 0 { GidType::RoceV1 } else { GidType::RoceV2 };
+            t.set(i, GidEntry::new(v4(1), ty).with_vlan((i % 7) as u16)).unwrap();
+        }
+        assert_eq!(t.find_libibverbs(1, &v4(1), true), Some(1));
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV2, Some(3)), Some(3));
+        assert_eq!(t.find_kernel(&v4(1), GidType::RoceV1, Some(3)), Some(10));
+        let got: std::vec::Vec<u32> = t.iter().map(|(i, _)| i).collect();
+        assert_eq!(got.len(), 256);
+    }
+}

@@ -1,0 +1,352 @@
+//! Which header is in the 40-byte area: IB/RoCE v1 GRH, RoCE v2 IPv6, or
+//! RoCE v2 IPv4 (20 undefined bytes, then the IPv4 header).
+//!
+//! The NIC does not say which, so the consumer has to find out. This module
+//! offers the information sources that exist in practice:
+//!
+//! * **nothing** — the heuristics of the C implementations, reproduced
+//!   bit-exactly: [`version_libibverbs`] (`get_grh_header_version`, with its
+//!   single-fold checksum) and [`version_kernel`] (`ib_get_rdma_header_version`,
+//!   RFC checksum, "neither" is not an error);
+//! * a **network type reported with the completion** ([`NetworkType`]): the
+//!   kernel's `IB_WC_WITH_NETWORK_HDR_TYPE`, or the packet-type bits the mlx5
+//!   provider leaves in `wc.sl` for RoCE UD receives
+//!   ([`NetworkType::from_mlx5_sl`]);
+//! * a **pre-stamped receive area** ([`Stamp`]): the consumer writes a known
+//!   pattern into bytes 0..20 before posting the receive. The NIC overwrites
+//!   them with a GRH or IPv6 header and leaves them alone for IPv4, so an
+//!   intact stamp identifies IPv4 exactly.
+//!
+//! [`detect`] combines the evidence with the bytes and, where they contradict
+//! each other (or, without evidence, where the bytes fit two headers), answers
+//! [`Detection::Ambiguous`] instead of guessing.
+//!
+//! Everything here is straight-line code: every comparison is turned into a
+//! mask or a `select_unpredictable`, never into a conditional jump, so the
+//! time taken does not depend on the packet and the branch predictor has
+//! nothing to mispredict.
+
+use core::hint::select_unpredictable;
+
+use super::{Area, grh, ipv4};
+
+/// The header version the C heuristics report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum HeaderVersion {
+    /// Neither: libibverbs fails with `EPROTONOSUPPORT`; the kernel returns 0
+    /// and falls through to the next-header test.
+    Neither = 0,
+    /// IPv4 (RoCE v2 over IPv4).
+    Ipv4 = 4,
+    /// IPv6 or IB GRH.
+    Ipv6 = 6,
+}
+
+impl HeaderVersion {
+    #[inline]
+    fn from_flags(is4: bool, is6: bool) -> HeaderVersion {
+        select_unpredictable(
+            is4,
+            HeaderVersion::Ipv4,
+            select_unpredictable(is6, HeaderVersion::Ipv6, HeaderVersion::Neither),
+        )
+    }
+}
+
+#[inline]
+fn version_with(area: &Area, csum_ok: bool) -> HeaderVersion {
+    let not6 = grh::version(area) != 6;
+    let b20 = ipv4::header(area)[ipv4::field::VER_IHL];
+    let v4nib = b20 >> 4 == 4;
+    let ihl5 = b20 & 0xf == 5;
+    let by_csum = ihl5 & csum_ok;
+    let is4 = (not6 & v4nib) | (!not6 & by_csum);
+    let is6 = !not6 & !by_csum;
+    HeaderVersion::from_flags(is4, is6)
+}
+
+/// libibverbs' `get_grh_header_version` (SEMANTICS §2.2), bit-exact on x86-64.
+#[inline]
+pub fn version_libibverbs(area: &Area) -> HeaderVersion {
+    version_with(area, ipv4::verify_libibverbs(ipv4::header(area)))
+}
+
+/// The kernel's `ib_get_rdma_header_version` (SEMANTICS §2.4).
+#[inline]
+pub fn version_kernel(area: &Area) -> HeaderVersion {
+    version_with(area, ipv4::verify_rfc1071(ipv4::header(area)))
+}
+
+/// `enum rdma_network_type` (Linux ≥ 5.10 numbering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum NetworkType {
+    /// InfiniBand GRH.
+    Ib = 0,
+    /// RoCE v1 GRH.
+    RoceV1 = 1,
+    /// RoCE v2 over IPv4.
+    Ipv4 = 2,
+    /// RoCE v2 over IPv6.
+    Ipv6 = 3,
+}
+
+impl NetworkType {
+    /// The type of a raw `rdma_network_type` value; `None` above 3.
+    #[inline]
+    pub const fn from_raw(v: u8) -> Option<NetworkType> {
+        match v {
+            0 => Some(NetworkType::Ib),
+            1 => Some(NetworkType::RoceV1),
+            2 => Some(NetworkType::Ipv4),
+            3 => Some(NetworkType::Ipv6),
+            _ => None,
+        }
+    }
+
+    /// The packet type that the mlx5 provider leaves in `wc.sl` of a RoCE UD
+    /// receive completion: it copies `(cqe.flags_rqpn >> 24) & 0xf` into `sl`,
+    /// and the low two bits of that are the CQE's RoCE L3 header type
+    /// (0 = GRH, i.e. RoCE v1; 1 = IPv6; 2 = IPv4; 3 is reserved → `None`).
+    /// Only meaningful for RoCE ports of mlx5 devices.
+    #[inline]
+    pub const fn from_mlx5_sl(sl: u8) -> Option<NetworkType> {
+        match sl & 3 {
+            0 => Some(NetworkType::RoceV1),
+            1 => Some(NetworkType::Ipv6),
+            2 => Some(NetworkType::Ipv4),
+            _ => None,
+        }
+    }
+}
+
+/// A pattern for bytes 0..20 of a receive area, written before the receive is
+/// posted (see [`stamp`]). Its first nibble is never 6, so no GRH or IPv6
+/// header written by the NIC can leave it intact by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp([u8; 20]);
+
+impl Stamp {
+    /// The default stamp, `"udah:ipv4-unwritten"` plus a zero byte.
+    pub const DEFAULT: Stamp = Stamp(*b"udah:ipv4-unwritten\0");
+
+    /// A stamp with these bytes; `None` when the first nibble is 6.
+    pub const fn new(bytes: [u8; 20]) -> Option<Stamp> {
+        if bytes[0] >> 4 == 6 { None } else { Some(Stamp(bytes)) }
+    }
+
+    /// The stamp's bytes.
+    pub const fn bytes(&self) -> &[u8; 20] {
+        &self.0
+    }
+
+    /// Whether `area[0..20]` still holds this stamp.
+    #[inline]
+    pub fn is_intact(&self, area: &Area) -> bool {
+        let [front @ .., _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _] = *area;
+        // Compare as integers: no early exit, no branch.
+        let a = u128::from_ne_bytes(first16(&front)) ^ u128::from_ne_bytes(first16(&self.0));
+        let b = u32::from_ne_bytes(last4(&front)) ^ u32::from_ne_bytes(last4(&self.0));
+        (a | u128::from(b)) == 0
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Stamp {
+        Stamp::DEFAULT
+    }
+}
+
+#[inline]
+fn first16(b: &[u8; 20]) -> [u8; 16] {
+    let [x @ .., _, _, _, _] = *b;
+    x
+}
+
+#[inline]
+fn last4(b: &[u8; 20]) -> [u8; 4] {
+    let [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, x @ ..] = *b;
+    x
+}
+
+/// Writes `stamp` into bytes 0..20 of a receive area. Call it on every area
+/// before (re)posting its receive; bytes 20..40 are left alone.
+#[inline]
+pub fn stamp(area: &mut Area, stamp: &Stamp) {
+    let [front @ .., _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _] = area;
+    *front = stamp.0;
+}
+
+/// What the caller knows about the area besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Evidence {
+    /// Nothing: use the profile's heuristic (bit-exact with the C code).
+    #[default]
+    None,
+    /// The network type was reported with the completion.
+    NetworkType(NetworkType),
+    /// Bytes 0..20 were stamped with this pattern before the receive was posted.
+    Stamped(Stamp),
+}
+
+/// The answer of [`detect`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Detection {
+    /// An IB or RoCE v1 GRH (version 6, next header `0x1B`).
+    Grh = 1,
+    /// A RoCE v2 IPv6 header (version 6, next header 17).
+    Ipv6 = 2,
+    /// A RoCE v2 IPv4 header in bytes 20..40 (version 4, IHL 5, valid checksum).
+    Ipv4 = 3,
+    /// The bytes fit two headers and nothing decides between them, or the
+    /// evidence contradicts the bytes.
+    Ambiguous = 4,
+    /// The bytes fit no header and there is no evidence.
+    Unrecognized = 5,
+}
+
+/// Classifies the area strictly, using `evidence` (see the module docs).
+///
+/// | evidence | answer |
+/// |---|---|
+/// | none | the one header the bytes fit; `Ambiguous` if a GRH/IPv6 header and a valid IPv4 header both fit; `Unrecognized` if none does |
+/// | network type | that header if the bytes fit it, else `Ambiguous` |
+/// | stamp intact | `Ipv4` if bytes 20..40 are a valid IPv4 header, else `Ambiguous` |
+/// | stamp overwritten | `Grh`/`Ipv6` if the bytes are one, else `Ambiguous` |
+///
+/// "Fits": a GRH has version 6 and next header `0x1B`; an IPv6 header version
+/// 6 and next header 17; an IPv4 header version 4, IHL 5 and a correct RFC
+/// 1071 checksum.
+#[inline]
+pub fn detect(area: &Area, evidence: Evidence) -> Detection {
+    let is6 = grh::version(area) == 6;
+    let nh = grh::next_header(area);
+    let grh_fits = is6 & (nh == grh::NEXT_HDR_IBA);
+    let ip6_fits = is6 & (nh == grh::NEXT_HDR_UDP);
+    let h = ipv4::header(area);
+    let ip4_fits = (h[ipv4::field::VER_IHL] == 0x45) & ipv4::verify_rfc1071(h);
+    let six_fits = grh_fits | ip6_fits;
+    let six = select_unpredictable(grh_fits, Detection::Grh, Detection::Ipv6);
+
+    // Candidates allowed by the evidence.
+    let (allow4, allow_grh, allow_ip6) = match evidence {
+        Evidence::None => (true, true, true),
+        Evidence::NetworkType(t) => {
+            (t as u8 == NetworkType::Ipv4 as u8, (t as u8) < 2, t as u8 == NetworkType::Ipv6 as u8)
+        }
+        Evidence::Stamped(s) => {
+            let intact = s.is_intact(area);
+            (intact, !intact, !intact)
+        }
+    };
+    let has_evidence = !matches!(evidence, Evidence::None);
+    let c4 = ip4_fits & allow4;
+    let c6 = (grh_fits & allow_grh) | (ip6_fits & allow_ip6);
+    let none_fits = !c4 & !c6;
+    // With evidence, "no candidate" is a contradiction; without, it is garbage.
+    let nothing =
+        select_unpredictable(has_evidence | six_fits | ip4_fits, Detection::Ambiguous, Detection::Unrecognized);
+    let one = select_unpredictable(c4, Detection::Ipv4, six);
+    let answer = select_unpredictable(c4 & c6, Detection::Ambiguous, one);
+    select_unpredictable(none_fits, nothing, answer)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn ipv4_area(prefix: &[u8; 20]) -> Area {
+        let mut a = [0u8; 40];
+        a[..20].copy_from_slice(prefix);
+        a[20..].copy_from_slice(&[
+            0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10,
+        ]);
+        a
+    }
+
+    fn v6_area(nh: u8) -> Area {
+        let mut a = [0u8; 40];
+        a[0] = 0x60;
+        a[6] = nh;
+        a[8] = 0x20;
+        a[39] = 1;
+        a
+    }
+
+    #[test]
+    fn heuristics() {
+        let a = ipv4_area(&[0; 20]);
+        assert_eq!(version_libibverbs(&a), HeaderVersion::Ipv4);
+        assert_eq!(version_kernel(&a), HeaderVersion::Ipv4);
+        let mut stale6 = [0u8; 20];
+        stale6[0] = 0x60;
+        let b = ipv4_area(&stale6);
+        assert_eq!(version_libibverbs(&b), HeaderVersion::Ipv4);
+        let mut c = b;
+        c[31] ^= 1; // bad checksum with a 6 prefix: IPv6
+        assert_eq!(version_libibverbs(&c), HeaderVersion::Ipv6);
+        assert_eq!(version_kernel(&c), HeaderVersion::Ipv6);
+        let mut d = [0u8; 40];
+        d[20] = 0x65;
+        assert_eq!(version_libibverbs(&d), HeaderVersion::Neither);
+        assert_eq!(version_kernel(&d), HeaderVersion::Neither);
+    }
+
+    #[test]
+    fn strict_without_evidence() {
+        assert_eq!(detect(&ipv4_area(&[0; 20]), Evidence::None), Detection::Ipv4);
+        assert_eq!(detect(&v6_area(0x1b), Evidence::None), Detection::Grh);
+        assert_eq!(detect(&v6_area(17), Evidence::None), Detection::Ipv6);
+        assert_eq!(detect(&v6_area(6), Evidence::None), Detection::Unrecognized);
+        assert_eq!(detect(&[0; 40], Evidence::None), Detection::Unrecognized);
+        // Stale IPv6 prefix in front of a valid IPv4 header: both fit.
+        let mut stale = [0u8; 20];
+        stale[0] = 0x60;
+        stale[6] = 17;
+        assert_eq!(detect(&ipv4_area(&stale), Evidence::None), Detection::Ambiguous);
+    }
+
+    #[test]
+    fn strict_with_network_type() {
+        let mut stale = [0u8; 20];
+        stale[0] = 0x60;
+        stale[6] = 17;
+        let a = ipv4_area(&stale);
+        assert_eq!(detect(&a, Evidence::NetworkType(NetworkType::Ipv4)), Detection::Ipv4);
+        assert_eq!(detect(&a, Evidence::NetworkType(NetworkType::Ipv6)), Detection::Ipv6);
+        assert_eq!(detect(&a, Evidence::NetworkType(NetworkType::RoceV1)), Detection::Ambiguous);
+        assert_eq!(detect(&v6_area(0x1b), Evidence::NetworkType(NetworkType::Ib)), Detection::Grh);
+        assert_eq!(detect(&v6_area(0x1b), Evidence::NetworkType(NetworkType::Ipv4)), Detection::Ambiguous);
+    }
+
+    #[test]
+    fn strict_with_stamp() {
+        let s = Stamp::DEFAULT;
+        // IPv4: the NIC writes only bytes 20..40, the stamp survives.
+        let mut a = ipv4_area(&[0; 20]);
+        stamp(&mut a, &s);
+        assert!(s.is_intact(&a));
+        assert_eq!(detect(&a, Evidence::Stamped(s)), Detection::Ipv4);
+        // A GRH overwrites the stamp even if its tail looks like IPv4.
+        let mut stale = [0u8; 20];
+        stale[0] = 0x60;
+        stale[6] = 0x1b;
+        let b = ipv4_area(&stale);
+        assert_eq!(detect(&b, Evidence::Stamped(s)), Detection::Grh);
+        // Intact stamp but garbage IPv4 header: contradiction.
+        let mut c = [0u8; 40];
+        stamp(&mut c, &s);
+        assert_eq!(detect(&c, Evidence::Stamped(s)), Detection::Ambiguous);
+        assert!(Stamp::new([0x60; 20]).is_none());
+    }
+
+    #[test]
+    fn mlx5_bits() {
+        assert_eq!(NetworkType::from_mlx5_sl(0x2), Some(NetworkType::Ipv4));
+        assert_eq!(NetworkType::from_mlx5_sl(0x5), Some(NetworkType::Ipv6));
+        assert_eq!(NetworkType::from_mlx5_sl(0x8), Some(NetworkType::RoceV1));
+        assert_eq!(NetworkType::from_mlx5_sl(0x3), None);
+    }
+}
