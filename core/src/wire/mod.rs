@@ -20,10 +20,12 @@
 //! [`grh::GrhRepr::emit`] writes every byte; [`ipv4::Ipv4Repr::emit`] writes
 //! every byte of the IPv4 header and leaves the undefined front alone.
 
+pub mod bth;
 pub mod detect;
 pub mod gid;
 pub mod grh;
 pub mod ipv4;
+pub mod lrh;
 
 pub use detect::{Detection, Evidence, HeaderVersion, NetworkType, Stamp};
 pub use gid::Gid;
