@@ -1,1 +1,4 @@
-//! Library part of the udah command.
+//! Library part of the `udah` command: the test-vector model and runner
+//! ([`vectors`]) that `udah conform` and the conformance tests share.
+
+pub mod vectors;

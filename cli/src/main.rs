@@ -1,2 +1,29 @@
 //! The udah command.
-fn main() {}
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// udah: address handles from RDMA UD work completions.
+#[derive(Debug, Parser)]
+#[command(name = "udah", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands, one module of `cmd` each.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run test vectors through the core and compare every field.
+    Conform(cmd::conform::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Conform(args) => cmd::conform::run(&args),
+    }
+}
