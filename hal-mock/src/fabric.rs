@@ -1,0 +1,886 @@
+//! The simulated fabric: devices, ports, GID tables, neighbours, UD QPs, AHs.
+
+use core::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use udah_core::ah::{
+    AhAttr, IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_SMAC, IB_WC_WITH_VLAN, IBV_WC_GRH, IbvWc, KernelWc,
+};
+use udah_core::hal::{ErrorKind, L2Info, PortInfo};
+use udah_core::wire::{Area, Gid, GrhRepr, Ipv4Repr, NetworkType, Stamp};
+use udah_core::{GidEntry, GidType, LinkLayer};
+
+/// A port of a device on the fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortId {
+    /// Device number (0-based, in order of creation).
+    pub device: u16,
+    /// Port number (1-based, as in verbs).
+    pub port: u8,
+}
+
+/// A QP number. Numbers are unique on the whole fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Qpn(pub u32);
+
+/// An AH created on the mock backend (a token; the fabric holds its state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MockAh(pub u64);
+
+/// What the 20 undefined bytes in front of a RoCE v2 IPv4 header hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrontFill {
+    /// Zeros (a fresh buffer).
+    #[default]
+    Zero,
+    /// The first 20 bytes of the previous area this QP received (a reused
+    /// buffer; after an IPv6 packet they look like an IPv6 header).
+    Stale,
+    /// Random bytes from the fabric's seeded generator.
+    Random,
+    /// Random bytes with a first nibble of 6 and next header 17: the worst
+    /// case for the header heuristics (forces the checksum test).
+    Ipv6Looking,
+}
+
+/// Vendor behaviours of a port's NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Quirks {
+    /// What the undefined front of an IPv4 area holds.
+    pub front_fill: FrontFill,
+    /// irdma: the IPv4 header is written with a zero checksum field.
+    pub irdma_zero_ipv4_checksum: bool,
+    /// mlx5: RoCE UD completions carry the packet type (0 GRH, 1 IPv6,
+    /// 2 IPv4) in the low bits of `wc.sl`.
+    pub mlx5_sl_packet_type: bool,
+    /// The kernel completion reports `IB_WC_WITH_NETWORK_HDR_TYPE`.
+    pub report_network_type: bool,
+    /// AHs are built in the kernel, which replaces the hop limit of unicast
+    /// RoCE destinations with the route's (irdma); `None` keeps the user's.
+    pub route_hop_limit: Option<u8>,
+}
+
+/// Fault injection and cost model for AH creation on a port.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Faults {
+    /// Creates fail with `OutOfResources` (ENOMEM) while this many AHs live.
+    pub max_live_ahs: Option<usize>,
+    /// The n-th create attempt on this port (1-based) fails with this kind.
+    pub fail_nth: Vec<(u64, ErrorKind)>,
+    /// Every k-th create attempt fails with this kind.
+    pub fail_every: Option<(u64, ErrorKind)>,
+    /// How long a create takes (slept outside the fabric lock): microseconds
+    /// for RoCE on real NICs, nothing for IB.
+    pub create_latency: Duration,
+}
+
+/// Configuration of one port.
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    link_layer: LinkLayer,
+    lid: u16,
+    lmc: u8,
+    mac: [u8; 6],
+    gid_tbl_len: u32,
+    gids: Vec<(u32, GidEntry)>,
+    pkeys: Vec<u16>,
+    quirks: Quirks,
+    faults: Faults,
+}
+
+impl PortConfig {
+    /// An InfiniBand port with base LID `lid`; GID 0 is `fe80::<guid>`.
+    pub fn ib(lid: u16, guid: u64) -> PortConfig {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[8..].copy_from_slice(&guid.to_be_bytes());
+        PortConfig {
+            link_layer: LinkLayer::Infiniband,
+            lid,
+            lmc: 0,
+            mac: [0; 6],
+            gid_tbl_len: 16,
+            gids: vec![(0, GidEntry::new(Gid(g), GidType::Ib))],
+            pkeys: vec![0xffff],
+            quirks: Quirks::default(),
+            faults: Faults::default(),
+        }
+    }
+
+    /// A RoCE port with MAC `mac`; entries 0 and 1 are its link-local GID as
+    /// RoCE v1 and v2.
+    pub fn roce(mac: [u8; 6]) -> PortConfig {
+        let ll = Gid::link_local_from_mac(mac);
+        PortConfig {
+            link_layer: LinkLayer::Ethernet,
+            lid: 0,
+            lmc: 0,
+            mac,
+            gid_tbl_len: 16,
+            gids: vec![(0, GidEntry::new(ll, GidType::RoceV1)), (1, GidEntry::new(ll, GidType::RoceV2))],
+            pkeys: vec![0xffff],
+            quirks: Quirks::default(),
+            faults: Faults::default(),
+        }
+    }
+
+    fn next_free(&self) -> u32 {
+        self.gids.iter().map(|(i, _)| i + 1).max().unwrap_or(0)
+    }
+
+    /// Adds a GID entry at `index`, replacing what was there; grows the table
+    /// length if needed.
+    pub fn with_gid(mut self, index: u32, entry: GidEntry) -> PortConfig {
+        self.gids.retain(|(i, _)| *i != index);
+        self.gids.push((index, entry));
+        self.gid_tbl_len = self.gid_tbl_len.max(index + 1);
+        self
+    }
+
+    /// Adds the RoCE v1 and v2 entries of IPv4 address `addr` (untagged) at
+    /// the next free indices.
+    pub fn with_ipv4(self, addr: [u8; 4]) -> PortConfig {
+        self.with_address(Gid::from_ipv4(addr), None)
+    }
+
+    /// Adds the RoCE v1 and v2 entries of IPv4 address `addr` on VLAN `vlan`.
+    pub fn with_vlan_ipv4(self, addr: [u8; 4], vlan: u16) -> PortConfig {
+        self.with_address(Gid::from_ipv4(addr), Some(vlan))
+    }
+
+    /// Adds the RoCE v1 and v2 entries of `gid` (an IPv6 address, or IPv4-mapped)
+    /// on VLAN `vlan` (`None` = untagged) at the next free indices.
+    pub fn with_address(self, gid: Gid, vlan: Option<u16>) -> PortConfig {
+        let i = self.next_free();
+        let mk = |t| {
+            let e = GidEntry::new(gid, t);
+            if let Some(v) = vlan { e.with_vlan(v) } else { e }
+        };
+        self.with_gid(i, mk(GidType::RoceV1)).with_gid(i + 1, mk(GidType::RoceV2))
+    }
+
+    /// Adds an InfiniBand GID (e.g. a second subnet prefix) at the next free index.
+    pub fn with_ib_gid(self, gid: Gid) -> PortConfig {
+        let i = self.next_free();
+        self.with_gid(i, GidEntry::new(gid, GidType::Ib))
+    }
+
+    /// Sets the GID table length (slots above the entries are empty).
+    pub fn with_table_len(mut self, len: u32) -> PortConfig {
+        self.gid_tbl_len = len.max(self.next_free());
+        self
+    }
+
+    /// Sets the LID mask count (IB): the port answers `2^lmc` LIDs.
+    pub fn with_lmc(mut self, lmc: u8) -> PortConfig {
+        self.lmc = lmc.min(7);
+        self
+    }
+
+    /// Sets the vendor quirks.
+    pub fn with_quirks(mut self, quirks: Quirks) -> PortConfig {
+        self.quirks = quirks;
+        self
+    }
+
+    /// Sets fault injection and the create cost model.
+    pub fn with_faults(mut self, faults: Faults) -> PortConfig {
+        self.faults = faults;
+        self
+    }
+
+    /// Sets the P_Key table.
+    pub fn with_pkeys(mut self, pkeys: Vec<u16>) -> PortConfig {
+        self.pkeys = pkeys;
+        self
+    }
+}
+
+/// An asynchronous event, as `ibv_get_async_event` would report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsyncEvent {
+    /// `IBV_EVENT_GID_CHANGE`: the port's GID table changed.
+    GidChange(PortId),
+    /// `IBV_EVENT_PORT_ACTIVE`.
+    PortActive(PortId),
+    /// `IBV_EVENT_PORT_ERR`.
+    PortError(PortId),
+}
+
+/// The completion fields a NIC reports for a UD receive, in both the
+/// userspace and the kernel encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MockWc {
+    /// Remote QP number.
+    pub src_qp: u32,
+    /// Source LID (0 on RoCE).
+    pub slid: u16,
+    /// Service level as reported (mlx5 quirk: packet-type bits).
+    pub sl: u8,
+    /// Destination LID path bits.
+    pub dlid_path_bits: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Userspace `ibv_wc_flags`.
+    pub ibv_flags: u32,
+    /// Kernel `ib_wc_flags`.
+    pub kernel_flags: u32,
+    /// VLAN id (kernel, with `IB_WC_WITH_VLAN`).
+    pub vlan_id: u16,
+    /// Network type (kernel, with `IB_WC_WITH_NETWORK_HDR_TYPE`).
+    pub network_hdr_type: u8,
+    /// Source MAC (RoCE).
+    pub smac: [u8; 6],
+    /// Received byte count (payload + 40-byte area).
+    pub byte_len: u32,
+}
+
+impl MockWc {
+    /// The userspace view (`struct ibv_wc`).
+    pub fn ibv(&self) -> IbvWc {
+        IbvWc {
+            wc_flags: self.ibv_flags,
+            slid: self.slid,
+            sl: self.sl,
+            dlid_path_bits: self.dlid_path_bits,
+            src_qp: self.src_qp,
+            pkey_index: self.pkey_index,
+        }
+    }
+
+    /// The kernel view (`struct ib_wc`).
+    pub fn kernel(&self) -> KernelWc {
+        KernelWc {
+            wc_flags: self.kernel_flags,
+            slid: u32::from(self.slid),
+            sl: self.sl,
+            dlid_path_bits: self.dlid_path_bits,
+            vlan_id: self.vlan_id,
+            network_hdr_type: self.network_hdr_type,
+            smac: self.smac,
+            src_qp: self.src_qp,
+            pkey_index: self.pkey_index,
+        }
+    }
+}
+
+/// A received UD message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The completion.
+    pub wc: MockWc,
+    /// The 40-byte area in front of the payload, as the NIC wrote it.
+    pub area: Area,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// Why a send was refused locally (UD drops on the wire are not errors; they
+/// are counted in [`Counters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// No such QP.
+    NoSuchQp(Qpn),
+    /// The AH does not exist (destroyed, or never created).
+    StaleAh(MockAh),
+    /// The AH belongs to another port than the QP.
+    WrongPort,
+}
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SendError::NoSuchQp(q) => write!(f, "no QP {:#x}", q.0),
+            SendError::StaleAh(a) => write!(f, "AH {} does not exist", a.0),
+            SendError::WrongPort => f.write_str("the AH belongs to another port than the QP"),
+        }
+    }
+}
+
+impl core::error::Error for SendError {}
+
+/// Fabric-wide counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// AHs created.
+    pub ah_creates: u64,
+    /// AHs destroyed.
+    pub ah_destroys: u64,
+    /// Create attempts that failed.
+    pub ah_create_failures: u64,
+    /// Destroys of AHs that did not exist (double destroys).
+    pub ah_bad_destroys: u64,
+    /// Nanoseconds spent in the create cost model.
+    pub ah_create_ns: u64,
+    /// Sends posted.
+    pub sent: u64,
+    /// Messages delivered.
+    pub delivered: u64,
+    /// Dropped: no port or QP at the destination, port down.
+    pub dropped_no_route: u64,
+    /// Dropped: Q_Key mismatch.
+    pub dropped_qkey: u64,
+    /// Dropped: the AH's destination MAC is not the destination port's.
+    pub dropped_mac: u64,
+    /// Dropped: the VLANs of the two GID entries differ.
+    pub dropped_vlan: u64,
+    /// Dropped: the AH's source GID entry is gone.
+    pub dropped_sgid: u64,
+}
+
+impl Counters {
+    /// AHs alive now.
+    pub fn live_ahs(&self) -> u64 {
+        self.ah_creates - self.ah_destroys
+    }
+}
+
+#[derive(Debug)]
+struct PortState {
+    cfg: PortConfig,
+    table: Vec<Option<GidEntry>>,
+    active: bool,
+    generation: u64,
+    create_attempts: u64,
+}
+
+#[derive(Debug)]
+struct QpState {
+    port: PortId,
+    qkey: u32,
+    rq: VecDeque<Received>,
+    last_front: [u8; 20],
+    stamp: Option<[u8; 20]>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AhState {
+    pub(crate) port: PortId,
+    pub(crate) attr: AhAttr,
+    pub(crate) l2: Option<L2Info>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    devices: Vec<Vec<PortState>>,
+    events: Vec<VecDeque<AsyncEvent>>,
+    qps: HashMap<u32, QpState>,
+    next_qpn: u32,
+    ahs: HashMap<u64, AhState>,
+    next_ah: u64,
+    neighbours: HashMap<Gid, [u8; 6]>,
+    rng: u64,
+    counters: Counters,
+    ident: u16,
+}
+
+impl State {
+    fn next_random(&mut self) -> u64 {
+        // SplitMix64: deterministic for a seed.
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn port(&self, id: PortId) -> Option<&PortState> {
+        self.devices.get(usize::from(id.device))?.get(usize::from(id.port).checked_sub(1)?)
+    }
+
+    fn port_mut(&mut self, id: PortId) -> Option<&mut PortState> {
+        self.devices.get_mut(usize::from(id.device))?.get_mut(usize::from(id.port).checked_sub(1)?)
+    }
+}
+
+/// The linux `rt_tos2priority` mapping of a TOS byte to a VLAN priority.
+pub(crate) fn tos_to_priority(tos: u8) -> u16 {
+    const MAP: [u16; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
+    MAP[usize::from((tos & 0x1e) >> 1)]
+}
+
+/// The simulated fabric. Cloning gives another handle to the same fabric.
+#[derive(Debug, Clone)]
+pub struct Fabric {
+    pub(crate) state: Arc<Mutex<State>>,
+}
+
+impl Fabric {
+    /// An empty fabric whose random choices come from `seed`.
+    pub fn new(seed: u64) -> Fabric {
+        Fabric { state: Arc::new(Mutex::new(State { rng: seed, next_qpn: 0x100, next_ah: 1, ..State::default() })) }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the state inconsistent
+        // in a way that matters to a simulation; keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a device with no ports; returns its number.
+    pub fn add_device(&self) -> u16 {
+        let mut s = self.lock();
+        s.devices.push(Vec::new());
+        s.events.push(VecDeque::new());
+        (s.devices.len() - 1) as u16
+    }
+
+    /// Adds a port to `device`.
+    pub fn add_port_to(&self, device: u16, cfg: PortConfig) -> PortId {
+        let mut s = self.lock();
+        let mut table = vec![None; cfg.gid_tbl_len as usize];
+        for (i, e) in &cfg.gids {
+            if let Some(slot) = table.get_mut(*i as usize) {
+                *slot = Some(*e);
+            }
+            if cfg.link_layer == LinkLayer::Ethernet && !e.gid.is_link_local() {
+                s.neighbours.insert(e.gid, cfg.mac);
+            }
+        }
+        let ports = &mut s.devices[usize::from(device)];
+        ports.push(PortState { cfg, table, active: true, generation: 1, create_attempts: 0 });
+        PortId { device, port: ports.len() as u8 }
+    }
+
+    /// Adds a single-port device and returns the port.
+    pub fn add_port(&self, cfg: PortConfig) -> PortId {
+        let d = self.add_device();
+        self.add_port_to(d, cfg)
+    }
+
+    /// The number of devices.
+    pub fn devices(&self) -> u16 {
+        self.lock().devices.len() as u16
+    }
+
+    /// The ports of `device`.
+    pub fn ports(&self, device: u16) -> Vec<PortId> {
+        let s = self.lock();
+        let n = s.devices.get(usize::from(device)).map_or(0, Vec::len);
+        (1..=n as u8).map(|port| PortId { device, port }).collect()
+    }
+
+    /// Facts about a port.
+    pub fn port_info(&self, id: PortId) -> Option<PortInfo> {
+        let s = self.lock();
+        let p = s.port(id)?;
+        Some(
+            PortInfo::new(id.port, p.cfg.link_layer, p.table.len() as u32)
+                .with_lid(p.cfg.lid, p.cfg.lmc)
+                .with_active(p.active),
+        )
+    }
+
+    /// The port's MAC address (RoCE).
+    pub fn port_mac(&self, id: PortId) -> Option<[u8; 6]> {
+        self.lock().port(id).map(|p| p.cfg.mac)
+    }
+
+    /// The GID table of a port: `(index, entry)` for the valid slots.
+    pub fn gids(&self, id: PortId) -> Vec<(u32, GidEntry)> {
+        let s = self.lock();
+        s.port(id)
+            .map(|p| p.table.iter().enumerate().filter_map(|(i, e)| e.map(|e| (i as u32, e))).collect())
+            .unwrap_or_default()
+    }
+
+    /// The GID-table generation of a port (bumped on every change).
+    pub fn gid_generation(&self, id: PortId) -> u64 {
+        self.lock().port(id).map_or(0, |p| p.generation)
+    }
+
+    /// Sets or clears a GID entry, bumps the generation and queues
+    /// [`AsyncEvent::GidChange`]. Returns false for a bad port or index.
+    pub fn set_gid(&self, id: PortId, index: u32, entry: Option<GidEntry>) -> bool {
+        let mut s = self.lock();
+        let mac = match s.port(id) {
+            Some(p) => p.cfg.mac,
+            None => return false,
+        };
+        let Some(p) = s.port_mut(id) else { return false };
+        let Some(slot) = p.table.get_mut(index as usize) else { return false };
+        *slot = entry;
+        p.generation += 1;
+        let ll = p.cfg.link_layer;
+        if let Some(e) = entry.filter(|e| ll == LinkLayer::Ethernet && !e.gid.is_link_local()) {
+            s.neighbours.insert(e.gid, mac);
+        }
+        s.events[usize::from(id.device)].push_back(AsyncEvent::GidChange(id));
+        true
+    }
+
+    /// Takes a port down or up, queueing the event.
+    pub fn set_port_active(&self, id: PortId, active: bool) -> bool {
+        let mut s = self.lock();
+        let Some(p) = s.port_mut(id) else { return false };
+        p.active = active;
+        let ev = if active { AsyncEvent::PortActive(id) } else { AsyncEvent::PortError(id) };
+        s.events[usize::from(id.device)].push_back(ev);
+        true
+    }
+
+    /// Sets the neighbour-table MAC of a remote address (a GID, IPv4-mapped for IPv4).
+    pub fn set_neighbour(&self, gid: Gid, mac: [u8; 6]) {
+        self.lock().neighbours.insert(gid, mac);
+    }
+
+    /// Removes a neighbour-table entry.
+    pub fn remove_neighbour(&self, gid: Gid) {
+        self.lock().neighbours.remove(&gid);
+    }
+
+    /// The next queued asynchronous event of `device`, like a non-blocking
+    /// `ibv_get_async_event`.
+    pub fn next_event(&self, device: u16) -> Option<AsyncEvent> {
+        self.lock().events.get_mut(usize::from(device))?.pop_front()
+    }
+
+    /// Creates a UD QP on `port` with Q_Key `qkey`.
+    pub fn create_qp(&self, port: PortId, qkey: u32) -> Option<Qpn> {
+        let mut s = self.lock();
+        s.port(port)?;
+        let n = s.next_qpn;
+        s.next_qpn += 1;
+        s.qps.insert(n, QpState { port, qkey, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
+        Some(Qpn(n))
+    }
+
+    /// Pre-stamps every receive buffer of `qpn` with `stamp` (bytes 0..20,
+    /// see `udah_core::wire::detect::stamp`), as a consumer does before
+    /// posting its receives; `None` stops stamping.
+    pub fn set_receive_stamp(&self, qpn: Qpn, stamp: Option<Stamp>) -> bool {
+        match self.lock().qps.get_mut(&qpn.0) {
+            Some(q) => {
+                q.stamp = stamp.map(|s| *s.bytes());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The port of a QP.
+    pub fn qp_port(&self, qpn: Qpn) -> Option<PortId> {
+        self.lock().qps.get(&qpn.0).map(|q| q.port)
+    }
+
+    /// The next received message of `qpn`, if any.
+    pub fn poll(&self, qpn: Qpn) -> Option<Received> {
+        self.lock().qps.get_mut(&qpn.0)?.rq.pop_front()
+    }
+
+    /// Moves up to `max` received messages of `qpn` into `out`; returns how many.
+    pub fn poll_batch(&self, qpn: Qpn, max: usize, out: &mut Vec<Received>) -> usize {
+        let mut s = self.lock();
+        let Some(q) = s.qps.get_mut(&qpn.0) else { return 0 };
+        let n = max.min(q.rq.len());
+        out.extend(q.rq.drain(..n));
+        n
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> Counters {
+        self.lock().counters
+    }
+
+    /// The attributes an AH was created with.
+    pub fn ah_attr(&self, ah: MockAh) -> Option<AhAttr> {
+        self.lock().ahs.get(&ah.0).map(|a| a.attr)
+    }
+
+    pub(crate) fn insert_ah(&self, st: AhState) -> MockAh {
+        let mut s = self.lock();
+        let id = s.next_ah;
+        s.next_ah += 1;
+        s.ahs.insert(id, st);
+        s.counters.ah_creates += 1;
+        MockAh(id)
+    }
+
+    /// Sends `payload` from `src` through `ah` to QP `remote_qpn` with Q_Key
+    /// `remote_qkey`. A message the fabric drops (no route, wrong Q_Key, stale
+    /// MAC, VLAN mismatch) is counted, not reported: UD is unreliable.
+    pub fn post_send(
+        &self,
+        src: Qpn,
+        ah: MockAh,
+        remote_qpn: Qpn,
+        remote_qkey: u32,
+        payload: &[u8],
+    ) -> Result<(), SendError> {
+        let mut s = self.lock();
+        let src_port = s.qps.get(&src.0).ok_or(SendError::NoSuchQp(src))?.port;
+        let a = *s.ahs.get(&ah.0).ok_or(SendError::StaleAh(ah))?;
+        if a.port != src_port {
+            return Err(SendError::WrongPort);
+        }
+        s.counters.sent += 1;
+        match route(&mut s, src, src_port, &a, remote_qpn, remote_qkey, payload) {
+            Ok(()) => s.counters.delivered += 1,
+            Err(Drop::NoRoute) => s.counters.dropped_no_route += 1,
+            Err(Drop::Qkey) => s.counters.dropped_qkey += 1,
+            Err(Drop::Mac) => s.counters.dropped_mac += 1,
+            Err(Drop::Vlan) => s.counters.dropped_vlan += 1,
+            Err(Drop::Sgid) => s.counters.dropped_sgid += 1,
+        }
+        Ok(())
+    }
+
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.lock())
+    }
+}
+
+enum Drop {
+    NoRoute,
+    Qkey,
+    Mac,
+    Vlan,
+    Sgid,
+}
+
+/// What the switch learned about a send before building the packet.
+struct Plan {
+    src_ll: LinkLayer,
+    src_lid: u16,
+    src_lmc: u8,
+    src_mac: [u8; 6],
+    dst_lid: u16,
+    dst_mac: [u8; 6],
+    dst_lmc: u8,
+    quirks: Quirks,
+    last_front: [u8; 20],
+    stamp: Option<[u8; 20]>,
+    sgid: Option<GidEntry>,
+    dentry: Option<GidEntry>,
+}
+
+fn plan(s: &State, src_port: PortId, a: &AhState, remote_qpn: Qpn, remote_qkey: u32) -> Result<Plan, Drop> {
+    let sp = s.port(src_port).ok_or(Drop::NoRoute)?;
+    if !sp.active {
+        return Err(Drop::NoRoute);
+    }
+    let q = s.qps.get(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    if q.qkey != remote_qkey {
+        return Err(Drop::Qkey);
+    }
+    let dp = s.port(q.port).ok_or(Drop::NoRoute)?;
+    if !dp.active || (dp.cfg.link_layer == LinkLayer::Ethernet) != (sp.cfg.link_layer == LinkLayer::Ethernet) {
+        return Err(Drop::NoRoute);
+    }
+    let sgid = match a.attr.grh {
+        Some(g) => Some(sp.table.get(usize::from(g.sgid_index)).copied().flatten().ok_or(Drop::Sgid)?),
+        None => None,
+    };
+    // The destination accepts the packet on an entry with the address on the
+    // sender's VLAN; an address configured only on other VLANs is a VLAN drop.
+    let dentry = match (a.attr.grh, sgid) {
+        (Some(g), Some(sg)) => {
+            let mut with_gid = dp.table.iter().flatten().filter(|e| e.gid == g.dgid).peekable();
+            if with_gid.peek().is_none() {
+                None
+            } else {
+                Some(with_gid.find(|e| e.vlan == sg.vlan).copied().ok_or(Drop::Vlan)?)
+            }
+        }
+        _ => None,
+    };
+    Ok(Plan {
+        src_ll: sp.cfg.link_layer,
+        src_lid: sp.cfg.lid,
+        src_lmc: sp.cfg.lmc,
+        src_mac: sp.cfg.mac,
+        dst_lid: dp.cfg.lid,
+        dst_mac: dp.cfg.mac,
+        dst_lmc: dp.cfg.lmc,
+        quirks: dp.cfg.quirks,
+        last_front: q.last_front,
+        stamp: q.stamp,
+        sgid,
+        dentry,
+    })
+}
+
+fn route(
+    s: &mut State,
+    src: Qpn,
+    src_port: PortId,
+    a: &AhState,
+    remote_qpn: Qpn,
+    remote_qkey: u32,
+    payload: &[u8],
+) -> Result<(), Drop> {
+    let p = plan(s, src_port, a, remote_qpn, remote_qkey)?;
+    let mut wc = MockWc { src_qp: src.0, byte_len: (payload.len() + 40) as u32, ..MockWc::default() };
+    let mut area: Area = [0; 40];
+    // Bytes the NIC does not write: the consumer's stamp, or what the buffer held.
+    area[..20].copy_from_slice(&p.stamp.unwrap_or(p.last_front));
+    let paylen = (payload.len() + 12 + 4) as u16; // BTH + DETH + ICRC
+
+    if p.src_ll != LinkLayer::Ethernet {
+        // InfiniBand: switched by DLID.
+        let span = 1u32 << p.dst_lmc;
+        let dlid = u32::from(a.attr.dlid);
+        if dlid < u32::from(p.dst_lid) || dlid >= u32::from(p.dst_lid) + span {
+            return Err(Drop::NoRoute);
+        }
+        let smask = (1u16 << p.src_lmc) - 1;
+        wc.slid = p.src_lid | (u16::from(a.attr.src_path_bits) & smask);
+        wc.dlid_path_bits = (dlid - u32::from(p.dst_lid)) as u8;
+        wc.sl = a.attr.sl.get();
+        if let (Some(g), Some(sgid)) = (a.attr.grh, p.sgid) {
+            GrhRepr {
+                traffic_class: g.traffic_class,
+                flow_label: g.flow_label.get(),
+                payload_len: paylen,
+                next_header: 0x1b,
+                hop_limit: g.hop_limit,
+                sgid: sgid.gid,
+                dgid: g.dgid,
+            }
+            .emit(&mut area);
+            wc.ibv_flags |= IBV_WC_GRH;
+            wc.kernel_flags |= IB_WC_GRH;
+        }
+    } else {
+        // RoCE: switched by address, MAC and VLAN.
+        let (Some(g), Some(sgid)) = (a.attr.grh, p.sgid) else { return Err(Drop::NoRoute) };
+        let dentry = p.dentry.ok_or(Drop::NoRoute)?;
+        let l2 = a.l2.unwrap_or_default();
+        if l2.dmac != p.dst_mac {
+            return Err(Drop::Mac);
+        }
+        if sgid.vlan != dentry.vlan {
+            return Err(Drop::Vlan);
+        }
+        let hop = l2.hop_limit.unwrap_or(g.hop_limit);
+        let v4 = sgid.gid.is_ipv4_mapped() && g.dgid.is_ipv4_mapped();
+        let net = if sgid.gid_type != GidType::RoceV2 {
+            NetworkType::RoceV1
+        } else if v4 {
+            NetworkType::Ipv4
+        } else {
+            NetworkType::Ipv6
+        };
+        let quirks = p.quirks;
+        if net == NetworkType::Ipv4 {
+            let front: [u8; 20] = match (p.stamp, quirks.front_fill) {
+                (Some(stamp), _) => stamp,
+                (None, FrontFill::Zero) => [0; 20],
+                (None, FrontFill::Stale) => p.last_front,
+                (None, FrontFill::Random | FrontFill::Ipv6Looking) => {
+                    let mut f = [0u8; 20];
+                    for c in f.chunks_mut(8) {
+                        let r = s.next_random().to_le_bytes();
+                        c.copy_from_slice(&r[..c.len()]);
+                    }
+                    if quirks.front_fill == FrontFill::Ipv6Looking {
+                        f[0] = 0x60 | (f[0] & 0x0f);
+                        f[6] = 17;
+                    }
+                    f
+                }
+            };
+            area[..20].copy_from_slice(&front);
+            s.ident = s.ident.wrapping_add(1);
+            Ipv4Repr {
+                tos: g.traffic_class,
+                total_len: 20 + 8 + paylen,
+                ident: s.ident,
+                flags_frag: 0x4000,
+                ttl: hop,
+                protocol: 17,
+                src: sgid.gid.ipv4().unwrap_or_default(),
+                dst: g.dgid.ipv4().unwrap_or_default(),
+            }
+            .emit(&mut area);
+            if quirks.irdma_zero_ipv4_checksum {
+                area[30] = 0;
+                area[31] = 0;
+            }
+        } else {
+            GrhRepr {
+                traffic_class: g.traffic_class,
+                flow_label: g.flow_label.get(),
+                payload_len: paylen + if net == NetworkType::Ipv6 { 8 } else { 0 },
+                next_header: if net == NetworkType::Ipv6 { 17 } else { 0x1b },
+                hop_limit: hop,
+                sgid: sgid.gid,
+                dgid: g.dgid,
+            }
+            .emit(&mut area);
+        }
+        wc.smac = p.src_mac;
+        wc.ibv_flags |= IBV_WC_GRH;
+        wc.kernel_flags |= IB_WC_GRH | IB_WC_WITH_SMAC;
+        if let Some(t) = l2.vlan_tag.filter(|_| sgid.vlan.is_some()) {
+            wc.sl = (t >> 13) as u8;
+            if t & 0x0fff != 0 {
+                wc.kernel_flags |= IB_WC_WITH_VLAN;
+                wc.vlan_id = t & 0x0fff;
+            }
+        }
+        if quirks.mlx5_sl_packet_type {
+            wc.sl = match net {
+                NetworkType::Ipv6 => 1,
+                NetworkType::Ipv4 => 2,
+                _ => 0,
+            };
+        }
+        if quirks.report_network_type {
+            wc.kernel_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+            wc.network_hdr_type = net as u8;
+        }
+    }
+    let q = s.qps.get_mut(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    q.last_front.copy_from_slice(&area[..20]);
+    q.rq.push_back(Received { wc, area, payload: payload.to_vec() });
+    Ok(())
+}
+
+impl State {
+    pub(crate) fn port_state(&self, id: PortId) -> Option<(LinkLayer, &[Option<GidEntry>], u64, Quirks)> {
+        self.port(id).map(|p| (p.cfg.link_layer, p.table.as_slice(), p.generation, p.cfg.quirks))
+    }
+
+    pub(crate) fn neighbour(&self, gid: &Gid) -> Option<[u8; 6]> {
+        self.neighbours.get(gid).copied()
+    }
+
+    /// Counts a create attempt; returns the injected fault, if any, and the latency.
+    pub(crate) fn create_attempt(&mut self, id: PortId) -> (Option<ErrorKind>, Duration) {
+        let live = self.ahs.values().filter(|a| a.port.device == id.device).count();
+        let Some(p) = self.port_mut(id) else { return (Some(ErrorKind::NotFound), Duration::ZERO) };
+        p.create_attempts += 1;
+        let n = p.create_attempts;
+        let f = &p.cfg.faults;
+        let fault = f
+            .fail_nth
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, e)| *e)
+            .or_else(|| f.fail_every.and_then(|(k, e)| (k > 0 && n % k == 0).then_some(e)))
+            .or_else(|| f.max_live_ahs.and_then(|m| (live >= m).then_some(ErrorKind::OutOfResources)));
+        (fault, f.create_latency)
+    }
+
+    pub(crate) fn count_create_failure(&mut self) {
+        self.counters.ah_create_failures += 1;
+    }
+
+    pub(crate) fn count_create_ns(&mut self, ns: u64) {
+        self.counters.ah_create_ns += ns;
+    }
+
+    pub(crate) fn remove_ah(&mut self, id: u64) -> bool {
+        if self.ahs.remove(&id).is_some() {
+            self.counters.ah_destroys += 1;
+            true
+        } else {
+            self.counters.ah_bad_destroys += 1;
+            false
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! A UD responder over the mock fabric: turns each received completion into
+//! an AH through the core and replies to the sender. Used by the end-to-end
+//! tests and by `udah demo`.
+
+use std::collections::HashMap;
+
+use udah_core::GidTable;
+use udah_core::ah::{AhAttr, AttrError, kernel, libibverbs};
+use udah_core::hal::Hal;
+use udah_core::wire::{Evidence, NetworkType, Stamp};
+
+use crate::fabric::{Fabric, MockAh, PortId, Qpn, Received, SendError};
+use crate::hal::{MockError, MockHal};
+
+/// Which profile the responder builds attributes with, and from what evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// libibverbs `ibv_init_ah_from_wc`, header type by its heuristic.
+    Libibverbs,
+    /// libibverbs profile, header type from mlx5's packet-type bits in `wc.sl`.
+    LibibverbsMlx5Sl,
+    /// libibverbs profile, receive areas pre-stamped.
+    LibibverbsStamped,
+    /// Kernel `ib_init_ah_attr_from_wc` (driver-reported network type when
+    /// the NIC reports it, else the kernel heuristic).
+    Kernel,
+}
+
+/// Why a completion could not be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyError {
+    /// The libibverbs profile failed.
+    Libibverbs(udah_core::IbvError),
+    /// The kernel profile failed.
+    Kernel(udah_core::KernelError),
+    /// The attribute is not valid for an AH.
+    Attr(AttrError),
+    /// The backend refused the AH.
+    Backend(MockError),
+    /// The fabric refused the send.
+    Send(SendError),
+}
+
+impl core::fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReplyError::Libibverbs(e) => write!(f, "libibverbs profile: {e}"),
+            ReplyError::Kernel(e) => write!(f, "kernel profile: {e}"),
+            ReplyError::Attr(e) => write!(f, "attribute: {e}"),
+            ReplyError::Backend(e) => write!(f, "backend: {e}"),
+            ReplyError::Send(e) => write!(f, "send: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for ReplyError {}
+
+/// A UD responder on one port of the mock fabric.
+#[derive(Debug)]
+pub struct Responder {
+    hal: MockHal,
+    port: PortId,
+    qpn: Qpn,
+    qkey: u32,
+    mode: Mode,
+    table: Box<GidTable<1024>>,
+    ahs: HashMap<AhAttr, MockAh>,
+}
+
+impl Responder {
+    /// A responder with a new QP on `port`.
+    pub fn new(fabric: &Fabric, port: PortId, qkey: u32, mode: Mode) -> Result<Responder, MockError> {
+        let hal = MockHal::new(fabric, port.device);
+        let qpn = fabric.create_qp(port, qkey).ok_or(MockError {
+            op: "create_qp",
+            errno: 19,
+            kind: udah_core::hal::ErrorKind::NotFound,
+            what: "no such port",
+        })?;
+        if mode == Mode::LibibverbsStamped {
+            fabric.set_receive_stamp(qpn, Some(Stamp::DEFAULT));
+        }
+        let mut table = Box::new(GidTable::new(port.port, udah_core::LinkLayer::Infiniband, 0));
+        hal.snapshot_gids(port.port, &mut table)?;
+        Ok(Responder { hal, port, qpn, qkey, mode, table, ahs: HashMap::new() })
+    }
+
+    /// The responder's QP.
+    pub fn qpn(&self) -> Qpn {
+        self.qpn
+    }
+
+    /// AHs created so far.
+    pub fn ahs_created(&self) -> usize {
+        self.ahs.len()
+    }
+
+    /// The attribute the responder would reply with.
+    pub fn reply_attr(&mut self, msg: &Received) -> Result<AhAttr, ReplyError> {
+        if self.table.generation() != self.hal.gid_generation(self.port.port) {
+            self.hal.snapshot_gids(self.port.port, &mut self.table).map_err(ReplyError::Backend)?;
+        }
+        let port = self.port.port;
+        match self.mode {
+            Mode::Kernel => {
+                let a = kernel::init_ah_attr_from_wc(&self.table, &msg.wc.kernel(), Some(&msg.area))
+                    .map_err(|f| ReplyError::Kernel(f.error))?;
+                // Route resolution is the backend's: the mock's neighbour
+                // table resolves the MAC at create time; hop limit 64.
+                a.to_ah_attr(64).map_err(ReplyError::Attr)
+            }
+            m => {
+                let evidence = match m {
+                    Mode::LibibverbsMlx5Sl => {
+                        NetworkType::from_mlx5_sl(msg.wc.sl).map_or(Evidence::None, Evidence::NetworkType)
+                    }
+                    Mode::LibibverbsStamped => Evidence::Stamped(Stamp::DEFAULT),
+                    _ => Evidence::None,
+                };
+                let mut wc = msg.wc.ibv();
+                if m == Mode::LibibverbsMlx5Sl && self.table.link_layer() == udah_core::LinkLayer::Ethernet {
+                    // mlx5 reports the packet type, not an SL, on RoCE.
+                    wc.sl = 0;
+                }
+                let a = libibverbs::init_ah_from_wc_with(&self.table, port, &wc, Some(&msg.area), evidence)
+                    .map_err(|f| ReplyError::Libibverbs(f.error))?;
+                AhAttr::try_from(&a).map_err(ReplyError::Attr)
+            }
+        }
+    }
+
+    /// Answers one received message: AH from the completion, then a reply
+    /// carrying `payload` to the sender's QP.
+    pub fn reply(&mut self, msg: &Received, payload: &[u8]) -> Result<AhAttr, ReplyError> {
+        let attr = self.reply_attr(msg)?;
+        let ah = match self.ahs.get(&attr) {
+            Some(ah) => *ah,
+            None => {
+                let ah = self.hal.create_ah(&attr, None).map_err(ReplyError::Backend)?;
+                self.ahs.insert(attr, ah);
+                ah
+            }
+        };
+        self.hal.fabric().post_send(self.qpn, ah, Qpn(msg.wc.src_qp), self.qkey, payload).map_err(ReplyError::Send)?;
+        Ok(attr)
+    }
+
+    /// Polls and answers everything queued; returns (answered, failed).
+    pub fn serve_pending(&mut self) -> (usize, Vec<(Received, ReplyError)>) {
+        let mut ok = 0;
+        let mut failed = Vec::new();
+        while let Some(msg) = self.hal.fabric().poll(self.qpn) {
+            let payload = msg.payload.clone();
+            match self.reply(&msg, &payload) {
+                Ok(_) => ok += 1,
+                Err(e) => failed.push((msg, e)),
+            }
+        }
+        (ok, failed)
+    }
+}

@@ -1,0 +1,270 @@
+//! End to end over the mock fabric: peers on IB, RoCE v1, RoCE v2/IPv4 and
+//! RoCE v2/IPv6 ports (with and without VLANs, with GID tables that have
+//! holes and duplicates) send UD requests to a responder, which turns each
+//! completion into an AH through udah-core and replies; every reply must
+//! reach the exact sender QP, from the responder's address.
+
+use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+use udah_core::hal::{ErrorKind, Hal};
+use udah_core::wire::{Gid, grh, ipv4};
+use udah_core::{GidEntry, GidType};
+use udah_hal_mock::responder::{Mode, ReplyError, Responder};
+use udah_hal_mock::{Fabric, Faults, FrontFill, MockHal, PortConfig, PortId, Qpn, Quirks};
+
+const QKEY: u32 = 0x1111_1111;
+
+struct Peer {
+    port: PortId,
+    qpn: Qpn,
+    ah: udah_hal_mock::MockAh,
+}
+
+/// A peer on `port` that talks to `dst` using its own GID entry `sgid_index`
+/// (`None`: IB without GRH, to LID `dlid`).
+fn peer(fabric: &Fabric, port: PortId, dlid: u16, grh: Option<(u8, Gid)>, tc: u8, flow: u32) -> Peer {
+    let hal = MockHal::new(fabric, port.device);
+    let attr = AhAttr {
+        port: PortNum::new(port.port).unwrap(),
+        dlid,
+        sl: Sl::new(3).unwrap(),
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: grh.map(|(sgid_index, dgid)| GlobalRoute {
+            dgid,
+            flow_label: FlowLabel::new(flow).unwrap(),
+            sgid_index,
+            hop_limit: 64,
+            traffic_class: tc,
+        }),
+    };
+    let ah = hal.create_ah(&attr, None).expect("peer AH");
+    Peer { port, qpn: fabric.create_qp(port, QKEY).unwrap(), ah }
+}
+
+/// Every peer sends `rounds` requests; the responder answers; returns the
+/// responder's failures. Checks that every answered request's reply reached
+/// the sender's QP with the sender's payload, from the responder's QP.
+fn exchange(fabric: &Fabric, resp: &mut Responder, peers: &[Peer], rounds: usize) -> Vec<ReplyError> {
+    let mut failures = Vec::new();
+    for r in 0..rounds {
+        for (i, p) in peers.iter().enumerate() {
+            let payload = format!("req {i} round {r}").into_bytes();
+            fabric.post_send(p.qpn, p.ah, resp.qpn(), QKEY, &payload).unwrap();
+        }
+        let (ok, failed) = resp.serve_pending();
+        let failed_senders: Vec<u32> = failed.iter().map(|(m, _)| m.wc.src_qp).collect();
+        failures.extend(failed.into_iter().map(|(_, e)| e));
+        let mut got = 0;
+        for (i, p) in peers.iter().enumerate() {
+            match fabric.poll(p.qpn) {
+                Some(reply) => {
+                    got += 1;
+                    assert_eq!(reply.wc.src_qp, resp.qpn().0, "reply from the responder QP");
+                    assert_eq!(reply.payload, format!("req {i} round {r}").into_bytes(), "reply reached the right QP");
+                    assert!(fabric.poll(p.qpn).is_none(), "exactly one reply");
+                    assert_eq!(fabric.qp_port(p.qpn), Some(p.port));
+                }
+                None => assert!(
+                    failed_senders.contains(&p.qpn.0) || fabric.counters().dropped_vlan > 0,
+                    "peer {i} got no reply and the responder reported no failure for it"
+                ),
+            }
+        }
+        assert!(got >= ok.saturating_sub(fabric.counters().dropped_vlan as usize));
+    }
+    failures
+}
+
+fn roce_fabric(quirks: Quirks) -> (Fabric, PortId, Vec<(PortId, u8, Gid)>) {
+    let f = Fabric::new(42);
+    // Responder: link-local (0,1), a hole at 2..4, IPv4 10.0.0.1 (4,5), IPv6 (6,7).
+    let v6: Gid = "2001:db8::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+    let r = f.add_port(
+        PortConfig::roce([0x02, 0, 0, 0, 0, 1])
+            .with_gid(4, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV1))
+            .with_gid(5, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2))
+            .with_address(v6, None)
+            .with_table_len(64)
+            .with_quirks(quirks),
+    );
+    let mut peers = Vec::new();
+    for k in 2..6u8 {
+        let mac = [0x02, 0, 0, 0, 0, k];
+        let p6: Gid = format!("2001:db8::{k}").parse::<core::net::Ipv6Addr>().unwrap().into();
+        let p = f.add_port(PortConfig::roce(mac).with_ipv4([10, 0, 0, k]).with_address(p6, None).with_quirks(quirks));
+        // index 2/3: v1/v2 of the IPv4 address; 4/5: v1/v2 of the IPv6 address.
+        peers.push((p, k, p6));
+    }
+    (f, r, peers)
+}
+
+#[test]
+fn infiniband_with_and_without_grh() {
+    for mode in [Mode::Libibverbs, Mode::Kernel] {
+        let f = Fabric::new(1);
+        let r = f.add_port(PortConfig::ib(1, 0x0002_c903_0011_2233).with_lmc(1));
+        let rgid = f.gids(r)[0].1.gid;
+        let mut resp = Responder::new(&f, r, QKEY, mode).unwrap();
+        let mut peers = Vec::new();
+        for (k, lid) in [(0u64, 4u16), (1, 8), (2, 12)] {
+            let p = f.add_port(PortConfig::ib(lid, 0x0002_c903_0000_0100 + k).with_lmc(2));
+            peers.push(peer(&f, p, 1, None, 0, 0));
+            peers.push(peer(&f, p, 2, Some((0, rgid)), 0x20, 0x12345));
+        }
+        let failures = exchange(&f, &mut resp, &peers, 3);
+        assert!(failures.is_empty(), "{mode:?}: {failures:?}");
+        assert_eq!(f.counters().dropped_no_route, 0);
+    }
+}
+
+#[test]
+fn roce_v2_ipv4_ipv6_and_v1_all_modes() {
+    for mode in [Mode::Libibverbs, Mode::LibibverbsStamped, Mode::Kernel, Mode::LibibverbsMlx5Sl] {
+        for fill in [FrontFill::Zero, FrontFill::Stale, FrontFill::Random] {
+            let quirks = Quirks {
+                front_fill: fill,
+                report_network_type: true,
+                mlx5_sl_packet_type: mode == Mode::LibibverbsMlx5Sl,
+                ..Quirks::default()
+            };
+            let (f, r, ps) = roce_fabric(quirks);
+            let v6: Gid = "2001:db8::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+            let ll = Gid::link_local_from_mac([0x02, 0, 0, 0, 0, 1]);
+            let mut resp = Responder::new(&f, r, QKEY, mode).unwrap();
+            let mut peers = Vec::new();
+            for (p, _, _) in &ps {
+                peers.push(peer(&f, *p, 0, Some((3, Gid::from_ipv4([10, 0, 0, 1]))), 0x68, 0));
+                peers.push(peer(&f, *p, 0, Some((5, v6)), 0xb8, 0xabcde));
+                peers.push(peer(&f, *p, 0, Some((0, ll)), 0, 7)); // RoCE v1 link-local
+            }
+            let failures = exchange(&f, &mut resp, &peers, 4);
+            // Stale fronts after IPv6 packets look like IPv6 headers; only the
+            // libibverbs heuristic can then be fooled, and only through its
+            // single-fold checksum; every other mode must answer everything.
+            if mode != Mode::Libibverbs {
+                assert!(failures.is_empty(), "{mode:?} {fill:?}: {failures:?}");
+            }
+            assert_eq!(f.counters().dropped_mac + f.counters().dropped_vlan, 0);
+            if fill == FrontFill::Zero {
+                // Identical attributes share one AH; with undefined front
+                // bytes the flow label of IPv4 requests varies (SEMANTICS Q3).
+                assert!(resp.ahs_created() <= peers.len());
+            }
+        }
+    }
+}
+
+#[test]
+fn libibverbs_heuristic_fails_only_through_the_single_fold_quirk() {
+    let quirks = Quirks { front_fill: FrontFill::Ipv6Looking, ..Quirks::default() };
+    let (f, r, ps) = roce_fabric(quirks);
+    let mut resp = Responder::new(&f, r, QKEY, Mode::Libibverbs).unwrap();
+    let mut peers = Vec::new();
+    for (p, _, _) in &ps {
+        // Different TOS values shift the checksum so that some headers hit the carry.
+        for tos in [0u8, 0x04, 0x28, 0x68, 0xb8, 0xfc] {
+            peers.push(peer(&f, *p, 0, Some((3, Gid::from_ipv4([10, 0, 0, 1]))), tos, 0));
+        }
+    }
+    let resp_qpn = resp.qpn();
+    let mut answered = 0;
+    let mut quirk_failures = 0;
+    for round in 0..50u32 {
+        for p in &peers {
+            f.post_send(p.qpn, p.ah, resp_qpn, QKEY, &round.to_be_bytes()).unwrap();
+        }
+        while let Some(msg) = f.poll(resp_qpn) {
+            match resp.reply(&msg, &msg.payload.clone()) {
+                Ok(_) => answered += 1,
+                Err(e) => {
+                    let h = ipv4::header(&msg.area);
+                    assert_eq!(grh::version(&msg.area), 6);
+                    assert!(ipv4::verify_rfc1071(h) && !ipv4::verify_libibverbs(h), "unexpected failure {e}");
+                    quirk_failures += 1;
+                }
+            }
+        }
+        for p in &peers {
+            while f.poll(p.qpn).is_some() {}
+        }
+    }
+    assert!(answered > 0);
+    eprintln!("libibverbs heuristic: {answered} answered, {quirk_failures} lost to the single-fold checksum");
+}
+
+#[test]
+fn vlan_and_duplicate_addresses() {
+    // The responder has 10.0.100.1 untagged at 2/3 and on VLAN 100 at 4/5; the peer is on VLAN 100.
+    let f = Fabric::new(3);
+    let addr = [10, 0, 100, 1];
+    let r = f.add_port(PortConfig::roce([0x02, 0, 0, 0, 1, 1]).with_ipv4(addr).with_vlan_ipv4(addr, 100));
+    let p = f.add_port(PortConfig::roce([0x02, 0, 0, 0, 1, 2]).with_vlan_ipv4([10, 0, 100, 2], 100));
+    let quirks_peer = peer(&f, p, 0, Some((3, Gid::from_ipv4(addr))), 0, 0);
+    // The peer's packets reach the responder's VLAN entry.
+    let mut kernel = Responder::new(&f, r, QKEY, Mode::Kernel).unwrap();
+    let failures = exchange(&f, &mut kernel, core::slice::from_ref(&quirks_peer), 3);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(f.counters().dropped_vlan, 0);
+    // libibverbs ignores the VLAN and picks the lowest index, the untagged
+    // duplicate (SEMANTICS Q11): its replies leave untagged and are dropped.
+    let mut lib = Responder::new(&f, r, QKEY, Mode::Libibverbs).unwrap();
+    f.post_send(quirks_peer.qpn, quirks_peer.ah, lib.qpn(), QKEY, b"x").unwrap();
+    let msg = f.poll(lib.qpn()).unwrap();
+    let attr = lib.reply(&msg, b"y").unwrap();
+    assert_eq!(attr.grh.unwrap().sgid_index, 3);
+    assert_eq!(f.counters().dropped_vlan, 1);
+    assert!(f.poll(quirks_peer.qpn).is_none());
+}
+
+#[test]
+fn gid_change_retires_the_address() {
+    let (f, r, ps) = roce_fabric(Quirks::default());
+    let mut resp = Responder::new(&f, r, QKEY, Mode::Kernel).unwrap();
+    let p = peer(&f, ps[0].0, 0, Some((3, Gid::from_ipv4([10, 0, 0, 1]))), 0, 0);
+    assert!(exchange(&f, &mut resp, core::slice::from_ref(&p), 1).is_empty());
+    // The RoCE v2 entry goes; the NIC still accepts the address (its v1 entry).
+    assert!(f.set_gid(r, 5, None));
+    assert_eq!(f.next_event(r.device), Some(udah_hal_mock::AsyncEvent::GidChange(r)));
+    f.post_send(p.qpn, p.ah, resp.qpn(), QKEY, b"again").unwrap();
+    let msg = f.poll(resp.qpn()).expect("delivered");
+    // The responder sees the new generation, re-snapshots, and no longer has a v2 entry.
+    assert_eq!(resp.reply(&msg, b"x").unwrap_err(), ReplyError::Kernel(udah_core::KernelError::GidNotFound));
+    // Without any entry for the address the packet is not delivered at all.
+    assert!(f.set_gid(r, 4, None));
+    f.post_send(p.qpn, p.ah, resp.qpn(), QKEY, b"again").unwrap();
+    assert!(f.poll(resp.qpn()).is_none());
+    assert_eq!(f.counters().dropped_no_route, 1);
+}
+
+#[test]
+fn injected_faults_surface_as_typed_errors() {
+    let f = Fabric::new(9);
+    let faults = Faults { max_live_ahs: Some(1), fail_nth: vec![(2, ErrorKind::Timeout)], ..Faults::default() };
+    let r = f.add_port(PortConfig::roce([0x02, 0, 0, 0, 2, 1]).with_ipv4([10, 1, 0, 1]).with_faults(faults));
+    let hal = MockHal::new(&f, r.device);
+    let attr = |k: u8| AhAttr {
+        port: PortNum::new(1).unwrap(),
+        dlid: 0,
+        sl: Sl::default(),
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: Some(GlobalRoute {
+            dgid: Gid::from_ipv4([10, 1, 0, k]),
+            flow_label: FlowLabel::default(),
+            sgid_index: 3,
+            hop_limit: 64,
+            traffic_class: 0,
+        }),
+    };
+    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 2]), [2, 0, 0, 0, 2, 2]);
+    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 3]), [2, 0, 0, 0, 2, 3]);
+    let a = hal.create_ah(&attr(2), None).unwrap();
+    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::Timeout);
+    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::OutOfResources);
+    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::OutOfResources);
+    hal.destroy_ah(a).unwrap();
+    assert_eq!(hal.destroy_ah(a).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::Unreachable);
+    let c = f.counters();
+    assert_eq!((c.ah_creates, c.ah_destroys, c.ah_bad_destroys, c.live_ahs()), (1, 1, 1, 0));
+}
