@@ -84,6 +84,8 @@ extern crate std;
 
 pub mod ah;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gid_table;
 pub mod hal;
 pub mod wire;
