@@ -213,20 +213,29 @@ pub enum Detection {
 /// |---|---|
 /// | none | the one header the bytes fit; `Ambiguous` if a GRH/IPv6 header and a valid IPv4 header both fit; `Unrecognized` if none does |
 /// | network type | that header if the bytes fit it, else `Ambiguous` |
-/// | stamp intact | `Ipv4` if bytes 20..40 are a valid IPv4 header, else `Ambiguous` |
+/// | stamp intact | `Ipv4` if bytes 20..40 have the shape of an IPv4 header, else `Ambiguous` |
 /// | stamp overwritten | `Grh`/`Ipv6` if the bytes are one, else `Ambiguous` |
 ///
 /// "Fits": a GRH has version 6 and next header `0x1B`; an IPv6 header version
-/// 6 and next header 17; an IPv4 header version 4, IHL 5 and a correct RFC
-/// 1071 checksum.
-#[inline]
+/// 6 and next header 17; an IPv4 header version 4 and IHL 5 (the first byte
+/// is `0x45`) and, when there is no evidence, a correct RFC 1071 checksum.
+/// With evidence the checksum is not required: the NIC has validated the
+/// packet, and irdma writes the header with a zero checksum field.
+///
+/// Inlined always, so that a caller with constant evidence (the usual case:
+/// one kind per queue) keeps no dispatch on the evidence kind.
+#[inline(always)]
 pub fn detect(area: &Area, evidence: Evidence) -> Detection {
     let is6 = grh::version(area) == 6;
     let nh = grh::next_header(area);
     let grh_fits = is6 & (nh == grh::NEXT_HDR_IBA);
     let ip6_fits = is6 & (nh == grh::NEXT_HDR_UDP);
     let h = ipv4::header(area);
-    let ip4_fits = (h[ipv4::field::VER_IHL] == 0x45) & ipv4::verify_rfc1071(h);
+    // With evidence, an IPv4 header need only have the right shape: the NIC
+    // validated the packet, and some NICs (irdma) zero the checksum field.
+    // Without evidence the checksum is what makes a guess safe.
+    let ip4_shape = h[ipv4::field::VER_IHL] == 0x45;
+    let ip4_fits = ip4_shape & ipv4::verify_rfc1071(h);
     let six_fits = grh_fits | ip6_fits;
     let six = select_unpredictable(grh_fits, Detection::Grh, Detection::Ipv6);
 
@@ -242,7 +251,7 @@ pub fn detect(area: &Area, evidence: Evidence) -> Detection {
         }
     };
     let has_evidence = !matches!(evidence, Evidence::None);
-    let c4 = ip4_fits & allow4;
+    let c4 = select_unpredictable(has_evidence, ip4_shape, ip4_fits) & allow4;
     let c6 = (grh_fits & allow_grh) | (ip6_fits & allow_ip6);
     let none_fits = !c4 & !c6;
     // With evidence, "no candidate" is a contradiction; without, it is garbage.
@@ -339,6 +348,14 @@ mod test {
         let mut c = [0u8; 40];
         stamp(&mut c, &s);
         assert_eq!(detect(&c, Evidence::Stamped(s)), Detection::Ambiguous);
+        // irdma writes a zero checksum: with a stamp that is still IPv4, without evidence it is not.
+        let mut z = ipv4_area(&[0; 20]);
+        z[30] = 0;
+        z[31] = 0;
+        assert_eq!(detect(&z, Evidence::None), Detection::Unrecognized);
+        stamp(&mut z, &s);
+        assert_eq!(detect(&z, Evidence::Stamped(s)), Detection::Ipv4);
+        assert_eq!(detect(&z, Evidence::NetworkType(NetworkType::Ipv4)), Detection::Ipv4);
         assert!(Stamp::new([0x60; 20]).is_none());
     }
 
