@@ -50,6 +50,7 @@
 mod fabric;
 mod hal;
 pub mod responder;
+pub mod scenario;
 
 pub use fabric::{
     AsyncEvent, Counters, Fabric, Faults, FrontFill, MockAh, MockWc, PortConfig, PortId, Qpn, Quirks, Received,

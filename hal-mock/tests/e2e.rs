@@ -268,3 +268,39 @@ fn injected_faults_surface_as_typed_errors() {
     let c = f.counters();
     assert_eq!((c.ah_creates, c.ah_destroys, c.ah_bad_destroys, c.live_ahs()), (1, 1, 1, 0));
 }
+
+#[test]
+fn scenario_with_every_family_answers_every_request() {
+    use udah_hal_mock::scenario::{Family, Scenario};
+    for mode in [Mode::Kernel, Mode::LibibverbsStamped, Mode::Libibverbs] {
+        for quirks in [
+            Quirks { front_fill: FrontFill::Random, report_network_type: true, ..Quirks::default() },
+            Quirks { front_fill: FrontFill::Zero, irdma_zero_ipv4_checksum: true, ..Quirks::default() },
+        ] {
+            let s = Scenario::build(5, &Family::ALL, 48, quirks).unwrap();
+            let mut ib = Responder::new(&s.fabric, s.ib_port, s.qkey, mode).unwrap();
+            let mut roce = Responder::new(&s.fabric, s.roce_port, s.qkey, mode).unwrap();
+            let sent = s.send_requests(ib.qpn(), roce.qpn(), 3);
+            assert_eq!(sent, 48 * 3);
+            let (a, fa) = ib.serve_pending();
+            let (b, fb) = roce.serve_pending();
+            let (got, wrong) = s.collect_replies();
+            assert_eq!(wrong, 0, "{mode:?}: a reply reached the wrong QP");
+            let vlan_requests = s.peers.iter().filter(|p| p.family == Family::RoceV2Vlan).count() * 3;
+            let dropped_vlan = s.fabric.counters().dropped_vlan as usize;
+            if mode == Mode::Kernel {
+                assert!(fa.is_empty() && fb.is_empty(), "{mode:?} {quirks:?}: {fa:?} {fb:?}");
+                assert_eq!((a + b, got, dropped_vlan), (sent, sent, 0), "{mode:?} {quirks:?}");
+            } else {
+                // libibverbs ignores the VLAN and answers VLAN peers from the
+                // untagged duplicate of the address (SEMANTICS Q11): the
+                // switch drops exactly those replies.
+                assert_eq!(dropped_vlan, vlan_requests, "{mode:?} {quirks:?}");
+                assert_eq!(got, a + b - dropped_vlan);
+                if mode == Mode::LibibverbsStamped {
+                    assert!(fa.is_empty() && fb.is_empty(), "{mode:?} {quirks:?}: {fa:?} {fb:?}");
+                }
+            }
+        }
+    }
+}
