@@ -10,6 +10,9 @@
 # fuzz/artifacts/<target>/ (gitignored) and makes the script fail; add it to
 # fuzz/regressions/<target>/ so that core/tests/corpus_replay.rs keeps it.
 #
+# One fuzzing process per target, one target at a time (libFuzzer's default;
+# -jobs/-workers would fork and log to fuzz-N.log in the current directory).
+#
 # Toolchain: nightly if rustup has one; otherwise the stable toolchain with
 # RUSTC_BOOTSTRAP=1 (cargo-fuzz passes -Z flags). cargo-fuzz is installed
 # from crates.io if missing.
@@ -41,7 +44,7 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$work/$t"
     echo "=== $t: ${SECONDS_PER_TARGET}s ===" >&2
     if ! "${CARGO[@]}" fuzz run "$t" "$work/$t" "corpus/$t" -- \
-        -max_total_time="$SECONDS_PER_TARGET" -jobs=1 -workers=1 -print_final_stats=1 \
+        -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 \
         >"$work/$t.log" 2>&1; then
         echo "smoke.sh: $t FAILED; last lines of its log:" >&2
         tail -n 60 "$work/$t.log" >&2
