@@ -2,3 +2,4 @@
 //! ([`vectors`]) that `udah conform` and the conformance tests share.
 
 pub mod vectors;
+pub mod capture;

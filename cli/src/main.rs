@@ -19,11 +19,14 @@ struct Cli {
 enum Command {
     /// Run test vectors through the core and compare every field.
     Conform(cmd::conform::Args),
+    /// Replay a capture: the AH a UD responder would build for each UD packet.
+    Replay(cmd::replay::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Conform(args) => cmd::conform::run(&args),
+        Command::Replay(args) => cmd::replay::run(&args),
     }
 }

@@ -1,3 +1,4 @@
 //! One module per subcommand.
 
 pub(crate) mod conform;
+pub(crate) mod replay;
