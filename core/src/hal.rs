@@ -123,9 +123,52 @@ pub struct L2Info {
     pub hop_limit: Option<u8>,
 }
 
+/// A backend AH that the AH table ([`crate::table::AhTable`]) can keep in one
+/// atomic word.
+///
+/// The table is `#![forbid(unsafe_code)]`: it stores each AH as a `u64`
+/// token in an `AtomicU64`, so its hit path is plain atomic loads plus one
+/// compare-and-swap, and it needs no `UnsafeCell`.
+///
+/// # For backend authors
+///
+/// `into_token` must be injective over the AHs alive at one time, and
+/// `from_token(into_token(ah))` must give `ah` back. The table calls
+/// `from_token` only on a token that `into_token` produced for an AH it has
+/// not yet passed to [`Hal::destroy_ah`]. A backend whose AH is a pointer can
+/// use the pointer's exposed address (`expose_provenance` /
+/// `with_exposed_provenance_mut`), or keep its AHs in a slab of its own and
+/// hand out indices.
+pub trait AhToken: Copy + Debug + Send + Sync {
+    /// The AH as a token.
+    fn into_token(self) -> u64;
+    /// The AH back from a token `into_token` returned.
+    fn from_token(token: u64) -> Self;
+}
+
+impl AhToken for u64 {
+    fn into_token(self) -> u64 {
+        self
+    }
+    fn from_token(token: u64) -> u64 {
+        token
+    }
+}
+
+impl AhToken for u32 {
+    fn into_token(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_token(token: u64) -> u32 {
+        // Only tokens from `into_token` come back: they fit.
+        token as u32
+    }
+}
+
 /// A verbs provider: GID tables and address handles.
 pub trait Hal: ErrorType {
-    /// The backend's AH object (a verbs `ibv_ah` wrapper, a mock id, …).
+    /// The backend's AH object (a verbs `ibv_ah` wrapper, a mock id, …). The
+    /// AH table additionally needs `Ah:` [`AhToken`].
     type Ah: Debug;
 
     /// Facts about `port`.

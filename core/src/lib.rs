@@ -28,6 +28,7 @@
 //! | [`wire`] | typed views over the 40-byte GRH area: IB/RoCE v1 GRH, RoCE v2 IPv6 and IPv4 headers, both IPv4 checksums, GIDs, header-type detection |
 //! | [`gid_table`] | [`GidTable`], a fixed-capacity GID-table snapshot with O(1) look-ups that return exactly what each profile's linear scan would |
 //! | [`ah`] | the work-completion and AH-attribute types and the two profiles |
+//! | [`table`] | [`table::AhTable`], a fixed-capacity, deduplicating AH cache whose hits are lock-free |
 //! | [`hal`] | the backend (HAL) trait family implemented by `udah-hal-ibverbs` and `udah-hal-mock` |
 //! | [`error`] | small, `Copy` error types with errno mappings |
 //!
@@ -88,6 +89,8 @@ pub mod error;
 pub mod fuzzing;
 pub mod gid_table;
 pub mod hal;
+mod sync;
+pub mod table;
 pub mod wire;
 
 pub use error::{GidTableError, IbvError, KernelError};

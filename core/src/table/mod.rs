@@ -1,0 +1,1078 @@
+//! [`AhTable`]: a fixed-capacity, deduplicating AH cache whose hits take no
+//! lock, make no system call and allocate nothing.
+//!
+//! A UD responder needs one AH per peer it answers. Creating one is a system
+//! call (and on RoCE a neighbour resolution that can take milliseconds), and
+//! identical attributes should share one hardware AH, as irdma does in the
+//! kernel (SEMANTICS §6.5–6.7). `AhTable` keeps the AHs a backend ([`Hal`])
+//! created, keyed by the full [`AhAttr`], with a refcount each:
+//!
+//! * [`get_or_create`](AhTable::get_or_create): a hit takes a reference to the
+//!   existing AH; a miss creates it once, however many threads miss at once;
+//!   [`try_get_or_create`](AhTable::try_get_or_create) returns
+//!   [`TableError::Pending`] instead of waiting for another thread's create;
+//! * [`resolve`](AhTable::resolve) and [`resolve_batch`](AhTable::resolve_batch):
+//!   work completion + 40-byte area → handle in one call (the libibverbs
+//!   profile, then the probe);
+//! * [`release`](AhTable::release): entries whose refcount reaches zero stay
+//!   cached; they are evicted (CLOCK) when a key's window is full or the
+//!   backend reports [`ErrorKind::OutOfResources`];
+//! * invalidation: [`retire_gid_change`](AhTable::retire_gid_change) and
+//!   [`retire_older_than`](AhTable::retire_older_than) hide entries from new
+//!   look-ups; handles already out stay valid, and the backend AH is destroyed
+//!   when the last one is released;
+//! * [`stats`](AhTable::stats), read without locks.
+//!
+//! # Identity
+//!
+//! The key is the whole [`AhAttr`] (port, DLID, SL, path bits, rate and the
+//! GRH fields). On RoCE the backend's resolved layer-2 facts ([`L2Info`],
+//! from [`Hal::resolve_l2`] at create time) are part of the AH's identity too,
+//! but a hit must not ask the backend, so they are recorded with the entry
+//! rather than probed: at most one *live* entry exists per attribute, built
+//! with the L2 facts current at its creation. When those may have changed, the
+//! caller retires old entries ([`retire_older_than`](AhTable::retire_older_than));
+//! the next miss resolves again and creates a new AH. A retired entry and its
+//! replacement can coexist while handles to the old one are out.
+//!
+//! # Layout
+//!
+//! `N` slots (a power of two, at most 2²⁴), each with a 64-byte hot part
+//! (lifecycle word, the key packed in four `AtomicU64`, the AH as an
+//! [`AhToken`], a hit counter) and a cold part (L2 facts, birth time, GID
+//! generation). A key lives in one of the [`WINDOW`](AhTable::WINDOW) slots
+//! following its hash (at most 8): look-ups scan that window, so a deleted
+//! entry needs no tombstone. The lifecycle word packs a 40-bit generation, a
+//! state, a CLOCK bit and a 20-bit refcount (`slot.rs`).
+//!
+//! # What waits on what
+//!
+//! **Readers never wait; writers serialize only among themselves, and never
+//! across a backend call.** Precisely:
+//!
+//! * A hit (the first step of every look-up, and all of [`get`](AhTable::get))
+//!   is atomic loads of at most `WINDOW` slots plus one compare-and-swap, with
+//!   no lock, no allocation and no system call. If its CAS loses to a
+//!   concurrent change [`MAX_READ_RETRIES`] times it stops: `get` returns
+//!   `None` and `get_or_create` takes the slow path. A reader never spins on
+//!   a writer.
+//! * [`release`](AhTable::release), [`retain`](AhTable::retain), eviction and
+//!   retirement are CAS loops on one slot's lifecycle word (lock-free: a failed
+//!   CAS means another thread's succeeded).
+//! * Inserting takes the writer lock, a spin lock held while scanning one
+//!   window and writing one key (no backend call, no allocation). Unrelated
+//!   writers wait for at most that.
+//! * The backend's `create_ah` runs with the new slot in the `CREATING` state
+//!   and no lock held. Readers skip such a slot; only misses on the *same*
+//!   key wait for it ([`get_or_create`](AhTable::get_or_create), with
+//!   [`crossbeam_utils::Backoff`]) or return [`TableError::Pending`]
+//!   ([`try_get_or_create`](AhTable::try_get_or_create)). `destroy_ah` also
+//!   runs with no lock held.
+//!
+//! # The read protocol, and why it is sound without `unsafe`
+//!
+//! The lifecycle word `M` of a slot is both its seqlock stamp and its
+//! refcount. A reader:
+//!
+//! 1. loads `M` (`Acquire`) and goes on only if it is `LIVE`;
+//! 2. loads the four key words and the AH token (`Relaxed`);
+//! 3. issues `fence(Acquire)`;
+//! 4. compare-and-swaps `M` → `M + 1` (one more reference, CLOCK bit set),
+//!    `Acquire` on success *and* failure: on failure it goes back to step 2
+//!    with the value the CAS saw, at most [`MAX_READ_RETRIES`] times.
+//!
+//! The key and token of a slot change only while its word is `BUSY`, and a
+//! writer makes it `BUSY` with a CAS (which reads the latest `M`), then issues
+//! `fence(Release)`, then stores the words. If any word the reader loaded in
+//! step 2 came from such a store, the writer's fence synchronises with the
+//! reader's fence, so the writer's `BUSY` CAS happens before the reader's CAS,
+//! which therefore reads `BUSY` or a later value and fails. So a successful
+//! step 4 proves that every word read in step 2 belongs to the entry
+//! published as `M`, and it takes the reference atomically with that proof:
+//! the entry cannot be evicted or destroyed in between, because those need
+//! `M` with refcount 0 and move it away with a CAS too. The 40-bit generation
+//! makes `M` unique per incarnation of the slot (ABA would need 2⁴⁰ reuses of
+//! one slot during one read). Every datum is an atomic: there is no data race
+//! to reason about, and the crate stays `#![forbid(unsafe_code)]`. loom checks
+//! the protocol (`tests/loom_table.rs`).
+//!
+//! Releases decrement with `Release`; the thread that takes an entry's word
+//! from refcount 0 (eviction, retirement) or from 1 (the last release of a
+//! retired entry) to `BUSY` does so with `Acquire`, and only that thread calls
+//! `destroy_ah`, exactly once per incarnation.
+//!
+//! # Handles
+//!
+//! An [`AhHandle`] carries the AH, the slot and the generation. It is neither
+//! `Clone` nor `Copy`, and [`release`](AhTable::release) consumes it, so in
+//! safe code a handle cannot be released twice. A handle that does not belong
+//! to the table (another table's, or one whose entry is gone) gives
+//! [`TableError::StaleHandle`]: it never touches another entry's refcount
+//! unless slot and generation match exactly, and never causes a second
+//! destroy.
+//!
+//! # Example
+//!
+//! ```
+//! use udah_core::table::AhTable;
+//! # use udah_core::ah::{AhAttr, PortNum, Sl};
+//! # use udah_core::hal::{Hal, ErrorType, ErrorKind, PortInfo, L2Info};
+//! # use udah_core::{GidTable, LinkLayer};
+//! # use core::sync::atomic::{AtomicU64, Ordering};
+//! # #[derive(Default)] struct Null(AtomicU64);
+//! # impl ErrorType for Null { type Error = ErrorKind; }
+//! # impl Hal for Null {
+//! #     type Ah = u64;
+//! #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Infiniband, 1)) }
+//! #     fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
+//! #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+//! #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
+//! #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
+//! #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }
+//! # }
+//! static TABLE: AhTable<Null, 64> = AhTable::new();
+//!
+//! let hal = Null::default();
+//! let attr = AhAttr { port: PortNum::new(1).unwrap(), dlid: 7, sl: Sl::new(0).unwrap(),
+//!                     src_path_bits: 0, static_rate: 0, grh: None };
+//! let a = TABLE.get_or_create(&hal, &attr).unwrap(); // miss: creates
+//! let b = TABLE.get_or_create(&hal, &attr).unwrap(); // hit: shares
+//! assert_eq!(a.ah(), b.ah());
+//! TABLE.release(&hal, a).unwrap();
+//! TABLE.release(&hal, b).unwrap(); // refcount 0: stays cached
+//! let s = TABLE.stats();
+//! assert_eq!((s.hits, s.creates, s.destroys, s.live), (1, 1, 0, 1));
+//! ```
+
+mod key;
+mod slot;
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use arrayvec::ArrayVec;
+use crossbeam_utils::{Backoff, CachePadded};
+
+use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
+use self::slot::{
+    BUSY, CREATING, ColdSlot, FREE, HotSlot, LIVE, REF_MAX, RETIRED, USED, generation, next_generation, pack, refs,
+    state, with_state,
+};
+use crate::ah::{AhAttr, AttrError, IbvWc, libibverbs};
+use crate::gid_table::GidTable;
+use crate::hal::{AhToken, Error as _, ErrorKind, Hal, L2Info};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, wait_step};
+use crate::wire::Area;
+
+/// How many times a hit retries its compare-and-swap on one slot when it
+/// loses to a concurrent change before it gives up (and the caller takes the
+/// slow path).
+pub const MAX_READ_RETRIES: u32 = 4;
+
+/// How many slow-path rounds (claim, wait for another thread's create,
+/// acquire) a look-up makes before [`TableError::Contended`].
+const MAX_ROUNDS: u32 = 64;
+
+/// A reference to an AH in an [`AhTable`].
+///
+/// Carries the backend AH (for posting sends), the slot and the slot
+/// generation it was taken from. Not `Clone`: get another reference with
+/// [`AhTable::retain`], give it back with [`AhTable::release`]. Dropping a
+/// handle without releasing it leaks its reference (the entry is then never
+/// evicted nor destroyed); it is never undefined behaviour.
+#[derive(Debug, PartialEq, Eq, Hash)]
+#[must_use = "a handle holds a reference: give it back with AhTable::release"]
+pub struct AhHandle<A> {
+    ah: A,
+    slot: u32,
+    generation: u64,
+}
+
+impl<A: Copy> AhHandle<A> {
+    /// The backend AH.
+    #[inline]
+    pub fn ah(&self) -> A {
+        self.ah
+    }
+
+    /// The slot index.
+    #[inline]
+    pub fn slot(&self) -> usize {
+        self.slot as usize
+    }
+
+    /// The slot generation (40 bits).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+/// Why an AH-table operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TableError<E> {
+    /// The backend failed (`resolve_l2`, or `create_ah` after eviction did not
+    /// help; on release, `destroy_ah`, after which the AH is gone anyway).
+    Backend(E),
+    /// Every slot of the key's window holds a referenced entry or a create in
+    /// progress.
+    Full,
+    /// Another thread is creating this AH (only from the `try_` variants).
+    Pending,
+    /// The look-up kept losing races (more than an internal bound of rounds).
+    Contended,
+    /// The entry already holds the maximum number of references (2²⁰ − 1).
+    RefcountOverflow,
+    /// The handle does not refer to a live reference of this table.
+    StaleHandle,
+}
+
+impl<E: fmt::Debug> fmt::Display for TableError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::Backend(e) => write!(f, "backend error: {e:?}"),
+            TableError::Full => f.write_str("AH table window full of referenced entries"),
+            TableError::Pending => f.write_str("another thread is creating this AH"),
+            TableError::Contended => f.write_str("AH table look-up kept losing races"),
+            TableError::RefcountOverflow => f.write_str("AH refcount overflow"),
+            TableError::StaleHandle => f.write_str("stale or foreign AH handle"),
+        }
+    }
+}
+
+impl<E: fmt::Debug> core::error::Error for TableError<E> {}
+
+/// Why [`AhTable::resolve`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ResolveError<E> {
+    /// The libibverbs profile refused the completion.
+    Attr(libibverbs::IbvFailure),
+    /// The profile's attribute is not a valid [`AhAttr`] (an SL above 15).
+    InvalidAttr(AttrError),
+    /// The table failed.
+    Table(TableError<E>),
+}
+
+impl<E: fmt::Debug> fmt::Display for ResolveError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolveError::Attr(e) => fmt::Display::fmt(e, f),
+            ResolveError::InvalidAttr(e) => fmt::Display::fmt(e, f),
+            ResolveError::Table(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl<E: fmt::Debug> core::error::Error for ResolveError<E> {}
+
+/// A snapshot of the table's counters, read without locks (each counter is
+/// exact; the snapshot is not atomic as a whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct TableStats {
+    /// Look-ups answered by the lock-free fast path.
+    pub hits: u64,
+    /// Look-ups that went to the slow path.
+    pub misses: u64,
+    /// Backend AHs created.
+    pub creates: u64,
+    /// Backend AHs destroyed (including failed destroys: the AH is gone).
+    pub destroys: u64,
+    /// Unreferenced entries evicted to make room.
+    pub evictions: u64,
+    /// Entries retired (GID change, age, [`AhTable::retire_all`]).
+    pub retirements: u64,
+    /// Backend AHs alive: `creates − destroys`.
+    pub live: u64,
+    /// Slots holding an entry (live, cached or retired) or a create in progress.
+    pub entries: u64,
+    /// Backend calls that failed (`resolve_l2`, `create_ah`, `destroy_ah`).
+    pub backend_failures: u64,
+    /// Look-ups that found another thread's create in progress.
+    pub pending: u64,
+}
+
+#[derive(Debug)]
+struct Counters {
+    misses: AtomicU64,
+    creates: AtomicU64,
+    destroys: AtomicU64,
+    evictions: AtomicU64,
+    retirements: AtomicU64,
+    backend_failures: AtomicU64,
+    pending: AtomicU64,
+}
+
+impl Counters {
+    crate::sync::maybe_const_fn! {
+        fn new() -> Counters {
+            Counters {
+                misses: AtomicU64::new(0),
+                creates: AtomicU64::new(0),
+                destroys: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
+                retirements: AtomicU64::new(0),
+                backend_failures: AtomicU64::new(0),
+                pending: AtomicU64::new(0),
+            }
+        }
+    }
+}
+
+#[inline]
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One result of [`AhTable::resolve_batch`].
+pub type ResolveResult<A, E> = Result<AhHandle<A>, ResolveError<E>>;
+
+/// What the lock-free probe found.
+enum Probe {
+    /// A reference was taken: slot, generation, AH token.
+    Hit(u32, u64, u64),
+    /// The key is being created in this slot; its word is the `u64`.
+    Pending(usize, u64),
+    /// Not found (or a CAS kept failing).
+    Miss,
+    /// Found, but the refcount is at its maximum.
+    Overflow,
+}
+
+/// What a claim under the writer lock found or took.
+enum Claim {
+    /// A live entry with the key: slot and word.
+    Existing(usize, u64),
+    /// A create in progress for the key: slot and word.
+    Creating(usize, u64),
+    /// A slot now `CREATING` for the key: slot, generation, and the AH token
+    /// of the unreferenced entry it evicted.
+    Claimed(usize, u64, Option<u64>),
+    /// No free, cached or matching slot in the window.
+    Full,
+}
+
+/// What an invalidation sweep decides for one live entry.
+enum Verdict {
+    Keep,
+    Retire,
+    /// Keep, and record this GID generation.
+    Restamp(u64),
+}
+
+/// The AH table: `N` slots (a power of two, 1 ..= 2²⁴) of AHs created by the
+/// backend `H`, deduplicated by [`AhAttr`]. `const`-constructible, so it can
+/// be a `static`. See the [module documentation](self) for the protocol and
+/// what waits on what.
+///
+/// The table does not own the backend: every method that may create or
+/// destroy an AH takes it as `hal`. Use one backend per table.
+pub struct AhTable<H, const N: usize> {
+    slots: [HotSlot; N],
+    cold: [ColdSlot; N],
+    writer: CachePadded<AtomicBool>,
+    counters: CachePadded<Counters>,
+    hand: CachePadded<AtomicU64>,
+    clock: CachePadded<AtomicU64>,
+    _backend: PhantomData<fn(&H)>,
+}
+
+impl<H, const N: usize> fmt::Debug for AhTable<H, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AhTable").field("capacity", &N).field("stats", &self.stats()).finish()
+    }
+}
+
+impl<H, const N: usize> Default for AhTable<H, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Releases the writer lock on drop.
+struct WriterGuard<'a>(&'a AtomicBool);
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl<H, const N: usize> AhTable<H, N> {
+    const CHECK: () = assert!(N.is_power_of_two() && N <= 1 << 24, "AhTable capacity must be a power of two ≤ 2^24");
+    const MASK: usize = N.wrapping_sub(1);
+    /// How many consecutive slots (from its hash) a key may occupy:
+    /// `min(N, 8)`.
+    pub const WINDOW: usize = if N < 8 { N } else { 8 };
+
+    /// An empty table.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        let () = Self::CHECK;
+        AhTable {
+            slots: [const { HotSlot::new() }; N],
+            cold: [const { ColdSlot::new() }; N],
+            writer: CachePadded::new(AtomicBool::new(false)),
+            counters: CachePadded::new(Counters::new()),
+            hand: CachePadded::new(AtomicU64::new(0)),
+            clock: CachePadded::new(AtomicU64::new(0)),
+            _backend: PhantomData,
+        }
+    }
+
+    /// An empty table.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        let () = Self::CHECK;
+        AhTable {
+            slots: core::array::from_fn(|_| HotSlot::new()),
+            cold: core::array::from_fn(|_| ColdSlot::new()),
+            writer: CachePadded::new(AtomicBool::new(false)),
+            counters: CachePadded::new(Counters::new()),
+            hand: CachePadded::new(AtomicU64::new(0)),
+            clock: CachePadded::new(AtomicU64::new(0)),
+            _backend: PhantomData,
+        }
+    }
+
+    /// The capacity `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> TableStats {
+        let c = &*self.counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut hits = 0u64;
+        let mut entries = 0u64;
+        for s in &self.slots {
+            hits = hits.wrapping_add(ld(&s.hits));
+            let st = state(s.meta.load(Ordering::Relaxed));
+            entries = entries.wrapping_add(u64::from(st == LIVE || st == RETIRED || st == CREATING));
+        }
+        let (creates, destroys) = (ld(&c.creates), ld(&c.destroys));
+        TableStats {
+            hits,
+            misses: ld(&c.misses),
+            creates,
+            destroys,
+            evictions: ld(&c.evictions),
+            retirements: ld(&c.retirements),
+            live: creates.saturating_sub(destroys),
+            entries,
+            backend_failures: ld(&c.backend_failures),
+            pending: ld(&c.pending),
+        }
+    }
+
+    /// Sets the table clock, in whatever unit the caller uses for
+    /// [`retire_older_than`](Self::retire_older_than) (the table never reads
+    /// a clock itself). New entries are stamped with it.
+    pub fn advance_clock(&self, now: u64) {
+        self.clock.store(now, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn key_matches(slot: &HotSlot, key: &Key) -> bool {
+        let [k0, k1, k2, k3] = &slot.key;
+        let [w0, w1, w2, w3] = key.0;
+        ((k0.load(Ordering::Relaxed) ^ w0)
+            | (k1.load(Ordering::Relaxed) ^ w1)
+            | (k2.load(Ordering::Relaxed) ^ w2)
+            | (k3.load(Ordering::Relaxed) ^ w3))
+            == 0
+    }
+
+    fn read_key(slot: &HotSlot) -> Key {
+        let mut k = [0u64; KEY_WORDS];
+        for (d, s) in k.iter_mut().zip(&slot.key) {
+            *d = s.load(Ordering::Relaxed);
+        }
+        Key(k)
+    }
+
+    /// Takes a reference on slot `idx` if it holds `key` live, starting from
+    /// the word `m`; gives up after `max_tries` failed CASes (`None`: never).
+    #[inline]
+    fn acquire_at(&self, idx: usize, key: &Key, mut m: u64, max_tries: Option<u32>) -> Probe {
+        let Some(slot) = self.slots.get(idx) else { return Probe::Miss };
+        let backoff = Backoff::new();
+        let mut tries = 0u32;
+        loop {
+            if state(m) != LIVE || !Self::key_matches(slot, key) {
+                return Probe::Miss;
+            }
+            let token = slot.ah.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if refs(m) == REF_MAX {
+                return Probe::Overflow;
+            }
+            // The failure ordering is `Acquire` too: the retry reads the key and
+            // token again on the strength of `cur` (loom found the `Relaxed`
+            // version returning a stale token).
+            match slot.meta.compare_exchange(m, m.wrapping_add(1) | USED, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    bump(&slot.hits);
+                    return Probe::Hit(idx as u32, generation(m), token);
+                }
+                Err(cur) => {
+                    tries = tries.wrapping_add(1);
+                    if max_tries.is_some_and(|t| tries >= t) {
+                        return Probe::Miss;
+                    }
+                    m = cur;
+                    if max_tries.is_none() {
+                        wait_step(&backoff);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lock-free probe of `key`'s window.
+    #[inline]
+    fn probe(&self, key: &Key) -> Probe {
+        let home = key.home(Self::MASK);
+        for i in 0..Self::WINDOW {
+            let idx = home.wrapping_add(i) & Self::MASK;
+            let Some(slot) = self.slots.get(idx) else { continue };
+            let m = slot.meta.load(Ordering::Acquire);
+            match state(m) {
+                LIVE => match self.acquire_at(idx, key, m, Some(MAX_READ_RETRIES)) {
+                    Probe::Miss => {}
+                    found => return found,
+                },
+                CREATING if Self::key_matches(slot, key) => return Probe::Pending(idx, m),
+                _ => {}
+            }
+        }
+        Probe::Miss
+    }
+
+    /// Waits until slot `idx` no longer has the word `m`.
+    fn wait_change(&self, idx: usize, m: u64) {
+        let Some(slot) = self.slots.get(idx) else { return };
+        let backoff = Backoff::new();
+        while slot.meta.load(Ordering::Acquire) == m {
+            wait_step(&backoff);
+        }
+    }
+
+    fn lock(&self) -> WriterGuard<'_> {
+        let backoff = Backoff::new();
+        loop {
+            if self.writer.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return WriterGuard(&self.writer);
+            }
+            while self.writer.load(Ordering::Relaxed) {
+                wait_step(&backoff);
+            }
+        }
+    }
+
+    /// Under the writer lock: finds `key` in its window, or claims a free or
+    /// evictable slot for it.
+    fn claim(&self, key: &Key) -> Claim {
+        let _guard = self.lock();
+        let home = key.home(Self::MASK);
+        let mut free = None;
+        // Key words change only under this lock (claims), so they are stable here.
+        for i in 0..Self::WINDOW {
+            let idx = home.wrapping_add(i) & Self::MASK;
+            let Some(slot) = self.slots.get(idx) else { continue };
+            let m = slot.meta.load(Ordering::Acquire);
+            match state(m) {
+                LIVE if Self::key_matches(slot, key) => return Claim::Existing(idx, m),
+                CREATING if Self::key_matches(slot, key) => return Claim::Creating(idx, m),
+                FREE if free.is_none() => free = Some((idx, m)),
+                _ => {}
+            }
+        }
+        if let Some((idx, m)) = free
+            && let Some(slot) = self.slots.get(idx)
+            // Only claimers, which hold the lock, leave FREE: this cannot fail.
+            && slot.meta.compare_exchange(m, with_state(m, BUSY), Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            return self.publish_claim(idx, m, key, None);
+        }
+        // CLOCK over the window: the first sweep gives recently used entries a
+        // second chance, the second takes any unreferenced entry.
+        for sweep in 0..2 {
+            for i in 0..Self::WINDOW {
+                let idx = home.wrapping_add(i) & Self::MASK;
+                let Some(slot) = self.slots.get(idx) else { continue };
+                let m = slot.meta.load(Ordering::Acquire);
+                if state(m) != LIVE || refs(m) != 0 {
+                    continue;
+                }
+                if sweep == 0 && m & USED != 0 {
+                    let _ = slot.meta.compare_exchange(m, m & !USED, Ordering::Relaxed, Ordering::Relaxed);
+                    continue;
+                }
+                if slot
+                    .meta
+                    .compare_exchange(m, with_state(m & !USED, BUSY), Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    let token = slot.ah.load(Ordering::Relaxed);
+                    bump(&self.counters.evictions);
+                    return self.publish_claim(idx, m, key, Some(token));
+                }
+            }
+        }
+        Claim::Full
+    }
+
+    /// Slot `idx` is `BUSY` (from the word `m`) and ours: writes `key` and
+    /// publishes it as `CREATING` with the next generation.
+    fn publish_claim(&self, idx: usize, m: u64, key: &Key, victim: Option<u64>) -> Claim {
+        let Some(slot) = self.slots.get(idx) else { return Claim::Full };
+        let generation = next_generation(m);
+        // Orders the BUSY CAS before the key stores (the seqlock write side).
+        fence(Ordering::Release);
+        for (d, w) in slot.key.iter().zip(key.0) {
+            d.store(w, Ordering::Relaxed);
+        }
+        slot.meta.store(pack(generation, CREATING, false, 0), Ordering::Release);
+        Claim::Claimed(idx, generation, victim)
+    }
+
+    /// Every slot: `LIVE` entries for which `judge` says so are retired.
+    /// Returns how many were retired.
+    fn sweep(&self, hal: &H, judge: impl Fn(&Key, &ColdSlot) -> Verdict) -> usize
+    where
+        H: Hal,
+        H::Ah: AhToken,
+    {
+        let mut retired = 0usize;
+        for (idx, (slot, cold)) in self.slots.iter().zip(&self.cold).enumerate() {
+            let mut m = slot.meta.load(Ordering::Acquire);
+            while state(m) == LIVE {
+                let key = Self::read_key(slot);
+                let verdict = judge(&key, cold);
+                fence(Ordering::Acquire);
+                match verdict {
+                    Verdict::Keep => break,
+                    Verdict::Restamp(g) => {
+                        if slot.meta.load(Ordering::Relaxed) == m {
+                            cold.gid_generation.store(g, Ordering::Relaxed);
+                        }
+                        break;
+                    }
+                    Verdict::Retire => {}
+                }
+                let unreferenced = refs(m) == 0;
+                let new = if unreferenced { with_state(m & !USED, BUSY) } else { with_state(m, RETIRED) };
+                match slot.meta.compare_exchange(m, new, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        bump(&self.counters.retirements);
+                        retired = retired.wrapping_add(1);
+                        if unreferenced {
+                            let token = slot.ah.load(Ordering::Relaxed);
+                            let _ = self.destroy_and_free(hal, idx, m, token);
+                        }
+                        break;
+                    }
+                    Err(cur) => m = cur,
+                }
+            }
+        }
+        retired
+    }
+}
+
+impl<H: Hal, const N: usize> AhTable<H, N>
+where
+    H::Ah: AhToken,
+{
+    #[inline]
+    fn handle(slot: u32, generation: u64, token: u64) -> AhHandle<H::Ah> {
+        AhHandle { ah: H::Ah::from_token(token), slot, generation }
+    }
+
+    /// A lock-free look-up that never creates: a reference to the live AH for
+    /// `attr`, or `None` when there is none, when it is being created, or
+    /// when the probe lost [`MAX_READ_RETRIES`] races in a row (or the
+    /// refcount is at its maximum). Never waits, never calls the backend,
+    /// never allocates.
+    #[inline]
+    pub fn get(&self, attr: &AhAttr) -> Option<AhHandle<H::Ah>> {
+        match self.probe(&Key::new(attr)) {
+            Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
+            _ => None,
+        }
+    }
+
+    /// A reference to the AH for `attr`, created by `hal` on a miss.
+    ///
+    /// A hit is lock-free (see the module docs). A miss takes the writer lock
+    /// to claim a slot, then creates the AH with no lock held; concurrent
+    /// misses on the same key wait for that one create (spinning with
+    /// [`Backoff`]) and share its AH. If the backend is out of AH resources,
+    /// unreferenced entries are evicted and the create is retried.
+    #[inline]
+    pub fn get_or_create(&self, hal: &H, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup(hal, &Key::new(attr), attr, true)
+    }
+
+    /// [`get_or_create`](Self::get_or_create), but returns
+    /// [`TableError::Pending`] instead of waiting for another thread's create
+    /// of the same AH. A miss with no create in progress still creates (and so
+    /// waits for the backend).
+    #[inline]
+    pub fn try_get_or_create(&self, hal: &H, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup(hal, &Key::new(attr), attr, false)
+    }
+
+    #[inline]
+    fn lookup(&self, hal: &H, key: &Key, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        match self.probe(key) {
+            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
+            Probe::Overflow => Err(TableError::RefcountOverflow),
+            p => self.lookup_slow(hal, key, attr, block, p),
+        }
+    }
+
+    #[inline(never)]
+    fn lookup_slow(
+        &self,
+        hal: &H,
+        key: &Key,
+        attr: &AhAttr,
+        block: bool,
+        first: Probe,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        bump(&self.counters.misses);
+        if let Probe::Pending(idx, m) = first {
+            bump(&self.counters.pending);
+            if !block {
+                return Err(TableError::Pending);
+            }
+            self.wait_change(idx, m);
+        }
+        for _ in 0..MAX_ROUNDS {
+            match self.claim(key) {
+                Claim::Existing(idx, m) => match self.acquire_at(idx, key, m, None) {
+                    Probe::Hit(s, g, t) => return Ok(Self::handle(s, g, t)),
+                    Probe::Overflow => return Err(TableError::RefcountOverflow),
+                    _ => {}
+                },
+                Claim::Creating(idx, m) => {
+                    bump(&self.counters.pending);
+                    if !block {
+                        return Err(TableError::Pending);
+                    }
+                    self.wait_change(idx, m);
+                }
+                Claim::Full => return Err(TableError::Full),
+                Claim::Claimed(idx, generation, victim) => {
+                    if let Some(token) = victim {
+                        let _ = self.destroy(hal, token); // counted in the stats; the AH is gone anyway
+                    }
+                    return self.create(hal, idx, generation, attr);
+                }
+            }
+        }
+        Err(TableError::Contended)
+    }
+
+    /// Slot `idx` is `CREATING` with `generation` and ours: creates the AH
+    /// (no lock held) and publishes it with one reference.
+    fn create(
+        &self,
+        hal: &H,
+        idx: usize,
+        generation: u64,
+        attr: &AhAttr,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
+            return Err(TableError::Full);
+        };
+        let fail = |e: H::Error| {
+            bump(&self.counters.backend_failures);
+            slot.meta.store(pack(generation, FREE, false, 0), Ordering::Release);
+            Err(TableError::Backend(e))
+        };
+        let port = attr.port.get();
+        let gid_generation = hal.gid_generation(port);
+        let l2 = match hal.resolve_l2(attr) {
+            Ok(l2) => l2,
+            Err(e) => return fail(e),
+        };
+        let mut evictions_left = N;
+        let ah = loop {
+            match hal.create_ah(attr, l2.as_ref()) {
+                Ok(ah) => break ah,
+                Err(e) if e.kind() == ErrorKind::OutOfResources && evictions_left > 0 => {
+                    bump(&self.counters.backend_failures);
+                    evictions_left = evictions_left.wrapping_sub(1);
+                    if !self.evict_one(hal) {
+                        return fail(e);
+                    }
+                }
+                Err(e) => return fail(e),
+            }
+        };
+        bump(&self.counters.creates);
+        let token = ah.into_token();
+        slot.ah.store(token, Ordering::Relaxed);
+        let [l0, l1] = pack_l2(l2.as_ref());
+        let [c0, c1] = &cold.l2;
+        c0.store(l0, Ordering::Relaxed);
+        c1.store(l1, Ordering::Relaxed);
+        cold.born.store(self.clock.load(Ordering::Relaxed), Ordering::Relaxed);
+        cold.gid_generation.store(gid_generation, Ordering::Relaxed);
+        let live = pack(generation, LIVE, true, 1);
+        slot.meta.store(live, Ordering::Release);
+        if hal.gid_generation(port) != gid_generation {
+            // The GIDs changed while we created: a sweep may have missed this
+            // entry. Retire it now; our handle stays valid.
+            self.retire_slot(hal, idx, live);
+        }
+        Ok(Self::handle(idx as u32, generation, token))
+    }
+
+    /// Retires slot `idx` if it is still the live incarnation `m0` (any
+    /// refcount).
+    fn retire_slot(&self, hal: &H, idx: usize, m0: u64) {
+        let Some(slot) = self.slots.get(idx) else { return };
+        let mut m = slot.meta.load(Ordering::Acquire);
+        while state(m) == LIVE && generation(m) == generation(m0) {
+            let unreferenced = refs(m) == 0;
+            let new = if unreferenced { with_state(m & !USED, BUSY) } else { with_state(m, RETIRED) };
+            match slot.meta.compare_exchange(m, new, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    bump(&self.counters.retirements);
+                    if unreferenced {
+                        let token = slot.ah.load(Ordering::Relaxed);
+                        let _ = self.destroy_and_free(hal, idx, m, token);
+                    }
+                    return;
+                }
+                Err(cur) => m = cur,
+            }
+        }
+    }
+
+    /// Destroys the AH `token` (the AH is gone even on error).
+    fn destroy(&self, hal: &H, token: u64) -> Result<(), H::Error> {
+        bump(&self.counters.destroys);
+        let r = hal.destroy_ah(H::Ah::from_token(token));
+        if r.is_err() {
+            bump(&self.counters.backend_failures);
+        }
+        r
+    }
+
+    /// Slot `idx` is `BUSY` (from the word `m`) and ours: destroys its AH and
+    /// frees it.
+    fn destroy_and_free(&self, hal: &H, idx: usize, m: u64, token: u64) -> Result<(), H::Error> {
+        let r = self.destroy(hal, token);
+        if let Some(slot) = self.slots.get(idx) {
+            slot.meta.store(pack(generation(m), FREE, false, 0), Ordering::Release);
+        }
+        r
+    }
+
+    /// Evicts one unreferenced entry anywhere in the table (CLOCK hand).
+    fn evict_one(&self, hal: &H) -> bool {
+        for _ in 0..N.saturating_mul(2) {
+            let idx = (self.hand.fetch_add(1, Ordering::Relaxed) as usize) & Self::MASK;
+            let Some(slot) = self.slots.get(idx) else { continue };
+            let m = slot.meta.load(Ordering::Acquire);
+            if state(m) != LIVE || refs(m) != 0 {
+                continue;
+            }
+            if m & USED != 0 {
+                let _ = slot.meta.compare_exchange(m, m & !USED, Ordering::Relaxed, Ordering::Relaxed);
+                continue;
+            }
+            if slot.meta.compare_exchange(m, with_state(m, BUSY), Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                bump(&self.counters.evictions);
+                let token = slot.ah.load(Ordering::Relaxed);
+                let _ = self.destroy_and_free(hal, idx, m, token);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Gives a reference back. A live entry whose refcount reaches zero stays
+    /// cached; the last release of a retired entry destroys its AH (the
+    /// returned error is then the backend's, and the AH is gone anyway).
+    ///
+    /// Lock-free. A handle that does not hold a reference of this table gives
+    /// [`TableError::StaleHandle`] and changes nothing.
+    pub fn release(&self, hal: &H, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
+        let idx = handle.slot as usize;
+        let Some(slot) = self.slots.get(idx) else { return Err(TableError::StaleHandle) };
+        let mut m = slot.meta.load(Ordering::Relaxed);
+        loop {
+            let st = state(m);
+            if generation(m) != handle.generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
+                return Err(TableError::StaleHandle);
+            }
+            let last = st == RETIRED && refs(m) == 1;
+            let new = if last { pack(generation(m), BUSY, false, 0) } else { m.wrapping_sub(1) };
+            match slot.meta.compare_exchange_weak(m, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) if last => {
+                    let token = slot.ah.load(Ordering::Relaxed);
+                    return self.destroy_and_free(hal, idx, m, token).map_err(TableError::Backend);
+                }
+                Ok(_) => return Ok(()),
+                Err(cur) => m = cur,
+            }
+        }
+    }
+
+    /// Another reference to the entry of `handle` (live or retired).
+    /// Lock-free.
+    pub fn retain(&self, handle: &AhHandle<H::Ah>) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let Some(slot) = self.slots.get(handle.slot as usize) else { return Err(TableError::StaleHandle) };
+        let mut m = slot.meta.load(Ordering::Relaxed);
+        loop {
+            let st = state(m);
+            if generation(m) != handle.generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
+                return Err(TableError::StaleHandle);
+            }
+            if refs(m) == REF_MAX {
+                return Err(TableError::RefcountOverflow);
+            }
+            match slot.meta.compare_exchange_weak(m, m.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Ok(AhHandle { ah: handle.ah, slot: handle.slot, generation: handle.generation }),
+                Err(cur) => m = cur,
+            }
+        }
+    }
+
+    /// The layer-2 facts the backend resolved for the entry of `handle`
+    /// (`Ok(None)` on InfiniBand).
+    pub fn l2(&self, handle: &AhHandle<H::Ah>) -> Result<Option<L2Info>, TableError<H::Error>> {
+        let idx = handle.slot as usize;
+        let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
+            return Err(TableError::StaleHandle);
+        };
+        let m = slot.meta.load(Ordering::Acquire);
+        let st = state(m);
+        if generation(m) != handle.generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
+            return Err(TableError::StaleHandle);
+        }
+        // Stable: the handle's reference keeps the slot from being reused.
+        let [c0, c1] = &cold.l2;
+        Ok(unpack_l2([c0.load(Ordering::Relaxed), c1.load(Ordering::Relaxed)]))
+    }
+
+    /// After a GID-table change on `new`'s port: retires every entry of that
+    /// port built against an older GID generation whose local GID (the
+    /// `sgid_index` slot) differs between `old` and `new`. Entries built
+    /// against `old`'s generation whose GID did not change, and entries
+    /// without a GRH, are re-stamped with `new`'s generation; entries built
+    /// against any other older generation are retired. Returns how many
+    /// entries were retired.
+    pub fn retire_gid_change<const M: usize>(&self, hal: &H, old: &GidTable<M>, new: &GidTable<M>) -> usize {
+        let (port, g_old, g_new) = (new.port_num(), old.generation(), new.generation());
+        self.sweep(hal, |key, cold| {
+            let g = cold.gid_generation.load(Ordering::Relaxed);
+            if key.port() != port || g == g_new {
+                return Verdict::Keep;
+            }
+            match key.sgid_index() {
+                None => Verdict::Restamp(g_new),
+                Some(i) if g == g_old && old.get(u32::from(i)) == new.get(u32::from(i)) => Verdict::Restamp(g_new),
+                Some(_) => Verdict::Retire,
+            }
+        })
+    }
+
+    /// Retires every entry created at least `max_age` ago by the table clock
+    /// ([`advance_clock`](Self::advance_clock)): for RoCE, where the resolved
+    /// destination MAC can go stale. Returns how many entries were retired.
+    pub fn retire_older_than(&self, hal: &H, max_age: u64) -> usize {
+        let now = self.clock.load(Ordering::Relaxed);
+        self.sweep(hal, |_, cold| {
+            if now.saturating_sub(cold.born.load(Ordering::Relaxed)) >= max_age {
+                Verdict::Retire
+            } else {
+                Verdict::Keep
+            }
+        })
+    }
+
+    /// Retires every entry. Returns how many entries were retired.
+    pub fn retire_all(&self, hal: &H) -> usize {
+        self.sweep(hal, |_, _| Verdict::Retire)
+    }
+
+    /// The hot path from a completion: `ibv_init_ah_from_wc` (the libibverbs
+    /// profile, [`libibverbs::init_ah_from_wc`]) against the port's GID
+    /// snapshot `gids`, then [`get_or_create`](Self::get_or_create). A hit
+    /// allocates nothing, takes no lock and makes no system call.
+    #[inline]
+    pub fn resolve<const M: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        self.resolve_with(hal, gids, port, wc, area, true)
+    }
+
+    /// [`resolve`](Self::resolve), but [`TableError::Pending`] instead of
+    /// waiting for another thread's create.
+    #[inline]
+    pub fn try_resolve<const M: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        self.resolve_with(hal, gids, port, wc, area, false)
+    }
+
+    #[inline]
+    fn resolve_with<const M: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        let c = libibverbs::init_ah_from_wc(gids, port, wc, Some(area)).map_err(ResolveError::Attr)?;
+        let attr = AhAttr::try_from(&c).map_err(ResolveError::InvalidAttr)?;
+        self.lookup(hal, &Key::new(&attr), &attr, block).map_err(ResolveError::Table)
+    }
+
+    /// [`resolve`](Self::resolve) over a polled CQ batch: one result per
+    /// completion, appended to `out` in order, until `completions` ends or
+    /// `out` is full. Returns how many completions were consumed.
+    pub fn resolve_batch<'a, const M: usize, const B: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+    ) -> usize {
+        let mut n = 0usize;
+        for (wc, area) in completions {
+            if out.is_full() {
+                break;
+            }
+            out.push(self.resolve_with(hal, gids, port, wc, area, true));
+            n = n.wrapping_add(1);
+        }
+        n
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

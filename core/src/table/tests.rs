@@ -1,0 +1,340 @@
+//! Unit tests of the AH table; small enough for Miri
+//! (`cargo +nightly miri test -p udah-core --lib table`).
+
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::vec::Vec;
+
+use super::*;
+use crate::ah::{FlowLabel, GlobalRoute, IBV_WC_GRH, PortNum, Sl};
+use crate::gid_table::{GidEntry, GidType, LinkLayer};
+use crate::hal::{ErrorType, PortInfo};
+use crate::wire::Gid;
+
+/// A counting backend: every live AH is in `live` (token → attribute); a
+/// double destroy or a destroy of an unknown AH is recorded in `bad`.
+#[derive(Default)]
+struct Counting {
+    next: AtomicU64,
+    live: Mutex<BTreeMap<u64, AhAttr>>,
+    creates: AtomicU64,
+    destroys: AtomicU64,
+    bad: AtomicU64,
+    /// At most this many live AHs (0 = unlimited): more is OutOfResources.
+    limit: AtomicUsize,
+    fail_next: AtomicBool,
+    gid_gen: AtomicU64,
+}
+
+impl ErrorType for Counting {
+    type Error = ErrorKind;
+}
+
+impl Hal for Counting {
+    type Ah = u64;
+    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(port, LinkLayer::Ethernet, 16))
+    }
+    fn snapshot_gids<const M: usize>(&self, _: u8, _: &mut GidTable<M>) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+    fn gid_generation(&self, _: u8) -> u64 {
+        self.gid_gen.load(Ordering::Relaxed)
+    }
+    fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
+        Ok(attr.grh.map(|g| L2Info { dmac: [2, 0, 0, 0, 0, g.dgid.0[15]], vlan_tag: None, hop_limit: Some(64) }))
+    }
+    fn create_ah(&self, attr: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
+        if self.fail_next.swap(false, Ordering::Relaxed) {
+            return Err(ErrorKind::InvalidArgument);
+        }
+        let mut live = self.live.lock().unwrap();
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit != 0 && live.len() >= limit {
+            return Err(ErrorKind::OutOfResources);
+        }
+        let t = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        live.insert(t, *attr);
+        self.creates.fetch_add(1, Ordering::Relaxed);
+        Ok(t)
+    }
+    fn destroy_ah(&self, ah: u64) -> Result<(), ErrorKind> {
+        if self.live.lock().unwrap().remove(&ah).is_none() {
+            self.bad.fetch_add(1, Ordering::Relaxed);
+        }
+        self.destroys.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Counting {
+    fn live(&self) -> usize {
+        self.live.lock().unwrap().len()
+    }
+    fn attr_of(&self, t: u64) -> Option<AhAttr> {
+        self.live.lock().unwrap().get(&t).copied()
+    }
+}
+
+fn attr(i: u8) -> AhAttr {
+    AhAttr {
+        port: PortNum::new(1).unwrap(),
+        dlid: 0,
+        sl: Sl::new(0).unwrap(),
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: Some(GlobalRoute {
+            dgid: Gid::from_ipv4([10, 0, 0, i]),
+            flow_label: FlowLabel::new(0).unwrap(),
+            sgid_index: i % 4,
+            hop_limit: 64,
+            traffic_class: 0,
+        }),
+    }
+}
+
+type T8 = AhTable<Counting, 8>;
+
+#[test]
+fn hit_shares_one_ah() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let a = t.get_or_create(&hal, &attr(1)).unwrap();
+    let b = t.get_or_create(&hal, &attr(1)).unwrap();
+    let c = t.get(&attr(1)).unwrap();
+    assert_eq!((a.ah(), a.slot(), a.generation()), (b.ah(), b.slot(), b.generation()));
+    assert_eq!(c.ah(), a.ah());
+    assert_eq!(hal.attr_of(a.ah()), Some(attr(1)));
+    assert_eq!(t.l2(&a).unwrap().unwrap().dmac[5], 1);
+    let s = t.stats();
+    assert_eq!((s.hits, s.misses, s.creates, s.live, s.entries), (2, 1, 1, 1, 1));
+    for h in [a, b, c] {
+        t.release(&hal, h).unwrap();
+    }
+    // Cached at refcount 0, found again without a create.
+    let d = t.get(&attr(1)).unwrap();
+    assert_eq!(hal.creates.load(Ordering::Relaxed), 1);
+    t.release(&hal, d).unwrap();
+    assert_eq!(hal.live(), 1);
+}
+
+#[test]
+fn stale_release_is_an_error() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let a = t.get_or_create(&hal, &attr(1)).unwrap();
+    let forged = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation() ^ 1 };
+    assert_eq!(t.release(&hal, forged), Err(TableError::StaleHandle));
+    let out_of_range = AhHandle { ah: 0, slot: 99, generation: 0 };
+    assert_eq!(t.release(&hal, out_of_range), Err(TableError::StaleHandle));
+    let copy = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation() };
+    t.release(&hal, a).unwrap();
+    // The only reference is gone: a second release of the same reference.
+    assert_eq!(t.release(&hal, copy), Err(TableError::StaleHandle));
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+    // Retire, then a release through a handle of the old incarnation.
+    let b = t.get_or_create(&hal, &attr(1)).unwrap();
+    let copy = AhHandle { ah: b.ah(), slot: b.slot, generation: b.generation() };
+    assert_eq!(t.retire_all(&hal), 1);
+    t.release(&hal, b).unwrap();
+    assert_eq!(t.release(&hal, copy), Err(TableError::StaleHandle));
+    assert_eq!((hal.live(), hal.bad.load(Ordering::Relaxed)), (0, 0));
+}
+
+#[test]
+fn retired_entry_lives_until_last_release() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let a = t.get_or_create(&hal, &attr(1)).unwrap();
+    let a2 = t.retain(&a).unwrap();
+    assert_eq!(t.retire_all(&hal), 1);
+    assert!(t.get(&attr(1)).is_none(), "retired entries are not found");
+    // A new look-up creates a new AH beside the retired one.
+    let b = t.get_or_create(&hal, &attr(1)).unwrap();
+    assert_ne!(b.ah(), a.ah());
+    assert_eq!(hal.live(), 2);
+    t.release(&hal, a).unwrap();
+    assert_eq!(hal.live(), 2);
+    t.release(&hal, a2).unwrap();
+    assert_eq!(hal.live(), 1, "last release destroys the retired AH");
+    t.release(&hal, b).unwrap();
+    let s = t.stats();
+    assert_eq!((s.creates, s.destroys, s.retirements, s.live), (2, 1, 1, 1));
+}
+
+#[test]
+fn full_window_and_eviction() {
+    let hal = Counting::default();
+    let t: AhTable<Counting, 4> = AhTable::new();
+    let mut held = Vec::new();
+    for i in 0..4 {
+        held.push(t.get_or_create(&hal, &attr(i)).unwrap());
+    }
+    assert_eq!(t.get_or_create(&hal, &attr(9)).err(), Some(TableError::Full));
+    // Unreferenced entries are evicted, referenced ones never.
+    let h0 = held.remove(0);
+    let evicted = h0.ah();
+    t.release(&hal, h0).unwrap();
+    let n = t.get_or_create(&hal, &attr(9)).unwrap();
+    assert_eq!(hal.attr_of(evicted), None);
+    for h in &held {
+        assert!(hal.attr_of(h.ah()).is_some());
+    }
+    assert_eq!(t.stats().evictions, 1);
+    held.push(n);
+    for h in held {
+        t.release(&hal, h).unwrap();
+    }
+    assert_eq!(hal.live() as u64, t.stats().live);
+}
+
+#[test]
+fn out_of_resources_evicts_and_retries() {
+    let hal = Counting::default();
+    hal.limit.store(2, Ordering::Relaxed);
+    let t = T8::new();
+    let a = t.get_or_create(&hal, &attr(1)).unwrap();
+    let b = t.get_or_create(&hal, &attr(2)).unwrap();
+    t.release(&hal, b).unwrap();
+    let c = t.get_or_create(&hal, &attr(3)).unwrap();
+    assert_eq!(hal.live(), 2);
+    assert!(hal.attr_of(a.ah()).is_some());
+    // Everything referenced: the backend error comes back.
+    assert_eq!(t.get_or_create(&hal, &attr(4)).err(), Some(TableError::Backend(ErrorKind::OutOfResources)));
+    hal.fail_next.store(true, Ordering::Relaxed);
+    assert_eq!(t.get_or_create(&hal, &attr(5)).err(), Some(TableError::Backend(ErrorKind::InvalidArgument)));
+    t.release(&hal, a).unwrap();
+    t.release(&hal, c).unwrap();
+    let s = t.stats();
+    assert_eq!(s.live, hal.live() as u64);
+    assert!(s.backend_failures >= 3);
+}
+
+#[test]
+fn gid_change_retires_only_changed_sources() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let mut old: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
+    for i in 0..4 {
+        old.set(i, GidEntry::new(Gid::from_ipv4([192, 168, 0, i as u8 + 1]), GidType::RoceV2)).unwrap();
+    }
+    let keep = t.get_or_create(&hal, &attr(0)).unwrap(); // sgid 0
+    let gone = t.get_or_create(&hal, &attr(1)).unwrap(); // sgid 1
+    let mut new = old.clone();
+    new.set(1, GidEntry::new(Gid::from_ipv4([192, 168, 9, 9]), GidType::RoceV2)).unwrap();
+    new.set_generation(1);
+    hal.gid_gen.store(1, Ordering::Relaxed);
+    assert_eq!(t.retire_gid_change(&hal, &old, &new), 1);
+    assert!(t.get(&attr(1)).is_none());
+    let again = t.get(&attr(0)).unwrap();
+    assert_eq!(again.ah(), keep.ah());
+    // The retired AH is still alive for its handle.
+    assert!(hal.attr_of(gone.ah()).is_some());
+    for h in [keep, gone, again] {
+        t.release(&hal, h).unwrap();
+    }
+    assert_eq!(hal.live(), 1);
+    // A second sweep with the same tables changes nothing.
+    assert_eq!(t.retire_gid_change(&hal, &old, &new), 0);
+}
+
+#[test]
+fn max_age() {
+    let hal = Counting::default();
+    let t = T8::new();
+    t.advance_clock(100);
+    let a = t.get_or_create(&hal, &attr(1)).unwrap();
+    t.advance_clock(150);
+    let b = t.get_or_create(&hal, &attr(2)).unwrap();
+    t.release(&hal, b).unwrap();
+    t.advance_clock(200);
+    assert_eq!(t.retire_older_than(&hal, 60), 1);
+    assert!(t.get(&attr(1)).is_none());
+    let b = t.get(&attr(2)).unwrap();
+    t.release(&hal, b).unwrap();
+    assert_eq!(t.retire_older_than(&hal, 50), 1);
+    assert_eq!(hal.live(), 1, "the unreferenced one is destroyed at once");
+    t.release(&hal, a).unwrap();
+    assert_eq!(hal.live(), 0);
+}
+
+#[test]
+fn pending_and_try() {
+    let hal = Counting::default();
+    let t = T8::new();
+    // Simulate another thread's create in progress by claiming by hand.
+    let key = Key::new(&attr(1));
+    let Claim::Claimed(idx, generation, None) = t.claim(&key) else { panic!("claim") };
+    assert!(t.get(&attr(1)).is_none());
+    assert_eq!(t.try_get_or_create(&hal, &attr(1)).err(), Some(TableError::Pending));
+    let h = t.create(&hal, idx, generation, &attr(1)).unwrap();
+    let g = t.try_get_or_create(&hal, &attr(1)).unwrap();
+    assert_eq!(g.ah(), h.ah());
+    t.release(&hal, h).unwrap();
+    t.release(&hal, g).unwrap();
+}
+
+fn fixture() -> (GidTable<4>, IbvWc, Area) {
+    let mut gids: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
+    gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
+    let mut area = [0u8; 40];
+    area[20..]
+        .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
+    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    (gids, wc, area)
+}
+
+#[test]
+fn resolve_and_batch() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let (gids, wc, area) = fixture();
+    let a = t.resolve(&hal, &gids, 1, &wc, &area).unwrap();
+    let got = hal.attr_of(a.ah()).unwrap();
+    assert_eq!(got.grh.unwrap().dgid, Gid::from_ipv4([192, 168, 1, 20]));
+    let bad_sl = IbvWc { sl: 16, ..wc };
+    let no_gid = [0u8; 40];
+    let batch = [(&wc, &area), (&bad_sl, &area), (&wc, &no_gid), (&wc, &area)];
+    let mut out: ArrayVec<_, 3> = ArrayVec::new();
+    assert_eq!(t.resolve_batch(&hal, &gids, 1, batch, &mut out), 3);
+    let mut it = out.into_iter();
+    let b = it.next().unwrap().unwrap();
+    assert_eq!(b.ah(), a.ah());
+    assert!(matches!(it.next(), Some(Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16))))));
+    assert!(matches!(it.next(), Some(Err(ResolveError::Attr(_)))));
+    t.release(&hal, a).unwrap();
+    t.release(&hal, b).unwrap();
+    assert_eq!(t.try_resolve(&hal, &gids, 1, &wc, &area).map(|h| t.release(&hal, h)), Ok(Ok(())));
+}
+
+#[test]
+fn threads_share_one_create() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let rounds = if cfg!(miri) { 20 } else { 2000 };
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for i in 0..rounds {
+                    let a = attr((i % 3) as u8);
+                    let h = t.get_or_create(&hal, &a).unwrap();
+                    assert_eq!(hal.attr_of(h.ah()), Some(a));
+                    t.release(&hal, h).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(hal.creates.load(Ordering::Relaxed), 3);
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn static_table() {
+    static TABLE: AhTable<Counting, 16> = AhTable::new();
+    let hal = Counting::default();
+    let h = TABLE.get_or_create(&hal, &attr(7)).unwrap();
+    assert_eq!(TABLE.capacity(), 16);
+    assert_eq!(AhTable::<Counting, 16>::WINDOW, 8);
+    TABLE.release(&hal, h).unwrap();
+}

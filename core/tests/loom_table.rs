@@ -1,0 +1,217 @@
+//! loom models of the AH table's protocol (every atomic of the table goes
+//! through `udah_core`'s `sync` module, which is loom's under `cfg(loom)`).
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom -C debug-assertions=on" LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test -p udah-core --release --test loom_table
+//! ```
+//!
+//! The backend records its live AHs in a bit mask, so each model can check
+//! that no handle ever holds a destroyed AH or another key's AH, that nothing
+//! is destroyed twice, and that `creates − destroys` is the number of live
+//! backend AHs at the end.
+
+// Put in a module instead of using #![cfg(..)] to work around a rustc/cargo
+// bug (as crossbeam-epoch's tests/loom.rs does).
+#[cfg(loom)]
+mod tests {
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    use loom::thread;
+
+    use udah_core::GidTable;
+    use udah_core::ah::{AhAttr, PortNum, Sl};
+    use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+    use udah_core::table::{AhTable, TableError};
+
+    /// Tokens are 1..=63; `live` has bit t set while AH t exists; `attrs`
+    /// holds each token's DLID (8 bits per token, tokens ≤ 8).
+    #[derive(Default)]
+    struct LoomHal {
+        next: AtomicU64,
+        live: AtomicU64,
+        dlids: AtomicU64,
+        creates: AtomicU64,
+        destroys: AtomicU64,
+        bad: AtomicU64,
+    }
+
+    impl ErrorType for LoomHal {
+        type Error = ErrorKind;
+    }
+
+    impl Hal for LoomHal {
+        type Ah = u64;
+        fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
+            Ok(PortInfo::new(port, udah_core::LinkLayer::Infiniband, 1))
+        }
+        fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+        fn gid_generation(&self, _: u8) -> u64 {
+            0
+        }
+        fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
+            Ok(None)
+        }
+        fn create_ah(&self, attr: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
+            let t = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+            assert!(t < 8);
+            self.dlids.fetch_or(u64::from(attr.dlid as u8) << (8 * t), Ordering::Relaxed);
+            self.live.fetch_or(1 << t, Ordering::AcqRel);
+            self.creates.fetch_add(1, Ordering::Relaxed);
+            Ok(t)
+        }
+        fn destroy_ah(&self, t: u64) -> Result<(), ErrorKind> {
+            if self.live.fetch_and(!(1 << t), Ordering::AcqRel) & (1 << t) == 0 {
+                self.bad.fetch_add(1, Ordering::Relaxed);
+            }
+            self.destroys.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    impl LoomHal {
+        fn alive(&self, t: u64) -> bool {
+            self.live.load(Ordering::Acquire) & (1 << t) != 0
+        }
+        fn dlid_of(&self, t: u64) -> u16 {
+            ((self.dlids.load(Ordering::Relaxed) >> (8 * t)) & 0xff) as u16
+        }
+        fn check_end<const N: usize>(&self, table: &AhTable<LoomHal, N>) {
+            let live = u64::from(self.live.load(Ordering::Acquire).count_ones());
+            let (c, d) = (self.creates.load(Ordering::Relaxed), self.destroys.load(Ordering::Relaxed));
+            assert_eq!(self.bad.load(Ordering::Relaxed), 0, "double or unknown destroy");
+            assert_eq!(c - d, live);
+            let s = table.stats();
+            assert_eq!((s.creates, s.destroys, s.live), (c, d, live));
+        }
+    }
+
+    fn attr(dlid: u16) -> AhAttr {
+        AhAttr {
+            port: PortNum::new(1).unwrap(),
+            dlid,
+            sl: Sl::new(0).unwrap(),
+            src_path_bits: 0,
+            static_rate: 0,
+            grh: None,
+        }
+    }
+
+    type Shared<const N: usize> = Arc<(AhTable<LoomHal, N>, LoomHal)>;
+
+    fn reader<const N: usize>(s: &Shared<N>, dlid: u16) {
+        let (t, hal) = &**s;
+        if let Some(h) = t.get(&attr(dlid)) {
+            assert!(hal.alive(h.ah()), "hit on a destroyed AH");
+            assert_eq!(hal.dlid_of(h.ah()), dlid, "hit on another key's AH");
+            t.release(hal, h).unwrap();
+        }
+    }
+
+    /// Two readers hit key 1 while a writer inserts key 2 into the only slot,
+    /// which it can take only by evicting key 1 when unreferenced.
+    #[test]
+    fn two_readers_and_a_writer_inserting() {
+        loom::model(|| {
+            let s: Shared<1> = Arc::new((AhTable::new(), LoomHal::default()));
+            {
+                let (t, hal) = &*s;
+                let h = t.get_or_create(hal, &attr(1)).unwrap();
+                t.release(hal, h).unwrap();
+            }
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    thread::spawn(move || reader(&s, 1))
+                })
+                .collect();
+            {
+                let (t, hal) = &*s;
+                match t.get_or_create(hal, &attr(2)) {
+                    Ok(h) => {
+                        assert!(hal.alive(h.ah()));
+                        assert_eq!(hal.dlid_of(h.ah()), 2);
+                        t.release(hal, h).unwrap();
+                    }
+                    Err(TableError::Full) => {}
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            for r in readers {
+                r.join().unwrap();
+            }
+            s.1.check_end(&s.0);
+        });
+    }
+
+    /// The last reference of key 1 is released while a miss on key 2 tries to
+    /// evict it from the only slot.
+    #[test]
+    fn release_racing_eviction() {
+        loom::model(|| {
+            let s: Shared<1> = Arc::new((AhTable::new(), LoomHal::default()));
+            let h = s.0.get_or_create(&s.1, &attr(1)).unwrap();
+            let t1 = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    assert!(s.1.alive(h.ah()), "referenced entry destroyed");
+                    s.0.release(&s.1, h).unwrap();
+                })
+            };
+            let r = s.0.get_or_create(&s.1, &attr(2));
+            t1.join().unwrap();
+            match r {
+                Ok(h2) => {
+                    assert_eq!(s.1.dlid_of(h2.ah()), 2);
+                    assert_eq!(s.0.stats().evictions, 1);
+                    s.0.release(&s.1, h2).unwrap();
+                }
+                Err(TableError::Full) => assert_eq!(s.0.stats().evictions, 0),
+                Err(e) => panic!("{e:?}"),
+            }
+            s.1.check_end(&s.0);
+        });
+    }
+
+    /// Two threads miss on the same key at once: one create, one shared AH.
+    #[test]
+    fn two_concurrent_misses_same_key() {
+        loom::model(|| {
+            let s: Shared<2> = Arc::new((AhTable::new(), LoomHal::default()));
+            let t1 = {
+                let s = s.clone();
+                thread::spawn(move || s.0.get_or_create(&s.1, &attr(1)).unwrap())
+            };
+            let a = s.0.get_or_create(&s.1, &attr(1)).unwrap();
+            let b = t1.join().unwrap();
+            assert_eq!(a.ah(), b.ah());
+            assert_eq!(s.1.creates.load(Ordering::Relaxed), 1);
+            s.0.release(&s.1, a).unwrap();
+            s.0.release(&s.1, b).unwrap();
+            s.1.check_end(&s.0);
+        });
+    }
+
+    /// A hit on a cached entry races its retirement: the hit either misses or
+    /// gets the AH, which stays alive until released; it is destroyed once.
+    #[test]
+    fn retirement_racing_a_hit() {
+        loom::model(|| {
+            let s: Shared<2> = Arc::new((AhTable::new(), LoomHal::default()));
+            let h = s.0.get_or_create(&s.1, &attr(1)).unwrap();
+            let t0 = h.ah();
+            s.0.release(&s.1, h).unwrap();
+            let t1 = {
+                let s = s.clone();
+                thread::spawn(move || reader(&s, 1))
+            };
+            assert_eq!(s.0.retire_all(&s.1), 1);
+            t1.join().unwrap();
+            assert!(!s.1.alive(t0), "retired, unreferenced AH must be gone");
+            assert!(s.0.get(&attr(1)).is_none());
+            s.1.check_end(&s.0);
+        });
+    }
+}
