@@ -95,41 +95,71 @@ pub struct Classified {
     pub traffic_class: u8,
 }
 
-#[inline]
-fn sel_gid(c: bool, a: Gid, b: Gid) -> Gid {
-    // Mask arithmetic: a 16-byte select that never becomes a jump.
-    let m = u128::from(c).wrapping_neg();
-    Gid::from_u128((a.to_u128() & m) | (b.to_u128() & !m))
+/// The 8 bytes of `area` at `at`, as a little-endian integer (so that the
+/// integer's bytes in memory order are the area's). `at` is a constant at
+/// every call: the bounds check folds away.
+#[inline(always)]
+fn le64(area: &Area, at: usize) -> u64 {
+    area.get(at..).and_then(|s| s.first_chunk::<8>()).map_or(0, |b| u64::from_le_bytes(*b))
 }
+
+/// A GID from its two halves in memory order (see [`le64`]).
+#[inline(always)]
+fn gid_from_le(hi: u64, lo: u64) -> Gid {
+    Gid(((u128::from(lo) << 64) | u128::from(hi)).to_le_bytes())
+}
+
+/// Bytes 8..12 of an IPv4-mapped GID (`00 00 ff ff`) as the lower half of a
+/// memory-order word; the address goes in the upper half.
+const V4_MAPPED_LO: u64 = 0xffff_0000;
+/// The upper half of a memory-order word (its bytes 4..8).
+const HIGH32: u64 = 0xffff_ffff_0000_0000;
 
 #[inline]
 fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classified {
-    let h = ipv4::header(area);
-    let [_, tos, _, _, _, _, _, _, ttl, _, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *h;
-    let g_dgid = grh::dgid(area);
-    let g_sgid = grh::sgid(area);
-    let nh = grh::next_header(area);
+    // Every field of both readings is loaded with constant offsets, and each
+    // choice between them is a `select_unpredictable` (a `cmov`): no jump.
+    // GIDs are handled as two 8-byte halves in memory order. The IPv4
+    // destination (area[36..40]) is the upper half of the word at 32, which
+    // is also the GRH destination's second half; the IPv4 source
+    // (area[32..36]) is its lower half.
+    let w32 = le64(area, 32);
+    let dgid_hi = le64(area, 24);
+    let [_, _, _, _, _, _, nh, hop, ..] = *area;
+    let [_, tos, _, _, _, _, _, _, ttl, _, _, _, _, _, _, _, d0, ..] = *ipv4::header(area);
     let mc4 = d0 & 0xf0 == 0xe0;
-    let mc6 = g_dgid.is_multicast();
+    let mc6 = dgid_hi as u8 == 0xff;
     let nh_v2 = nh == grh::NEXT_HDR_UDP;
     let nh_v1 = nh == grh::NEXT_HDR_IBA;
 
+    // The four failure flags exclude each other, so the verdict is their sum.
     let multicast = (is4 & mc4) | (is6 & mc6);
     let bad_nh = is6 & !mc6 & !(nh_v1 | nh_v2);
     let neither = !is4 & !is6 & !ambiguous;
-    let v = select_unpredictable(bad_nh, Verdict::UnknownNextHeader, Verdict::Search);
-    let v = select_unpredictable(multicast, Verdict::Multicast, v);
-    let v = select_unpredictable(neither, Verdict::UnknownVersion, v);
-    let verdict = select_unpredictable(ambiguous, Verdict::Ambiguous, v);
+    let code = u8::from(neither)
+        | (u8::from(multicast) << 1)
+        | (u8::from(bad_nh).wrapping_mul(3))
+        | (u8::from(ambiguous) << 2);
+    let verdict = match code {
+        0 => Verdict::Search,
+        1 => Verdict::UnknownVersion,
+        2 => Verdict::Multicast,
+        3 => Verdict::UnknownNextHeader,
+        _ => Verdict::Ambiguous,
+    };
 
+    let local_hi = select_unpredictable(is4, 0, dgid_hi);
+    let local_lo = select_unpredictable(is4, (w32 & HIGH32) | V4_MAPPED_LO, w32);
+    let remote_hi = select_unpredictable(is4, 0, le64(area, 8));
+    let remote_lo = select_unpredictable(is4, (w32 << 32) | V4_MAPPED_LO, le64(area, 16));
     Classified {
         verdict,
         is_ipv4: is4,
-        local: sel_gid(is4, Gid::from_ipv4([d0, d1, d2, d3]), g_dgid),
+        local: gid_from_le(local_hi, local_lo),
         want_v2: is4 | nh_v2,
-        remote: sel_gid(is4, Gid::from_ipv4([s0, s1, s2, s3]), g_sgid),
+        remote: gid_from_le(remote_hi, remote_lo),
         remote_written_early: is6 & !mc6,
-        hop_limit: select_unpredictable(is4, ttl, grh::hop_limit(area)),
+        hop_limit: select_unpredictable(is4, ttl, hop),
         traffic_class: select_unpredictable(is4, tos, grh::traffic_class(area)),
     }
 }
@@ -150,6 +180,13 @@ pub fn classify_with(area: &Area, evidence: Evidence) -> Classified {
     if matches!(evidence, Evidence::None) {
         return classify(area);
     }
+    classify_with_evidence(area, evidence)
+}
+
+/// The evidence path of [`classify_with`], kept out of line so that
+/// `classify_with(area, Evidence::None)` inlines to [`classify`] alone.
+#[inline(never)]
+fn classify_with_evidence(area: &Area, evidence: Evidence) -> Classified {
     let d = detect::detect(area, evidence);
     let is4 = d == Detection::Ipv4;
     let is6 = (d == Detection::Grh) | (d == Detection::Ipv6);

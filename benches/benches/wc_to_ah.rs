@@ -1,0 +1,2 @@
+//! (filled in by the next commit)
+fn main() {}
