@@ -69,15 +69,15 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "gid")]
     gid_table: Option<PathBuf>,
     /// A receiver GID, `GID[@TYPE][%VLAN]` (GID as an IPv6 or IPv4
-    /// address, TYPE ib, roce_v1 or roce_v2 [default], VLAN 0-4095);
+    /// address, TYPE ib, roce_v1 or roce_v2 (the default), VLAN 0-4095);
     /// repeat it: the entries get the indices 0, 1, 2 …
     #[arg(long = "gid", value_name = "GID[@TYPE][%VLAN]")]
     gid: Vec<String>,
     /// The port number of the receiver.
     #[arg(long, default_value_t = 1)]
     port_num: u8,
-    /// Link layer of the --gid table [default: ethernet unless every entry
-    /// has type ib].
+    /// Link layer of the --gid table (default: ethernet unless every entry
+    /// has type ib).
     #[arg(long, value_enum)]
     link_layer: Option<LinkLayerArg>,
     /// What the 20 bytes in front of a RoCE v2 IPv4 header hold (the NIC
