@@ -11,6 +11,11 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 use crossbeam_utils::Backoff;
 
+/// Draws each table's first slot generation (`AhTable::seed`). A plain
+/// `core` atomic also under loom: loom atomics cannot be `static`, and this
+/// counter only spreads generations apart, it orders nothing.
+pub(crate) static TABLE_SEEDS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// One step of a wait loop (a writer waiting for the writer lock, a blocking
 /// miss waiting for another thread's create). Under loom this yields to the
 /// model's scheduler, which a spin would starve.

@@ -105,11 +105,14 @@
 //!
 //! An [`AhHandle`] carries the AH, the slot and the generation. It is neither
 //! `Clone` nor `Copy`, and [`release`](AhTable::release) consumes it, so in
-//! safe code a handle cannot be released twice. A handle that does not belong
-//! to the table (another table's, or one whose entry is gone) gives
-//! [`TableError::StaleHandle`]: it never touches another entry's refcount
-//! unless slot and generation match exactly, and never causes a second
-//! destroy.
+//! safe code a handle cannot be released twice. A handle whose entry is gone
+//! gives [`TableError::StaleHandle`] (its generation no longer matches). A
+//! handle of *another* table gives `StaleHandle` unless its slot and 40-bit
+//! generation happen to equal a live incarnation here; each table's
+//! generations start from their own seed, so that takes a deliberate forgery.
+//! Either way nothing is ever destroyed twice: `destroy_ah` is called only by
+//! the one thread that moved an incarnation's word to `BUSY`, and a release
+//! never takes a refcount below zero.
 //!
 //! # Example
 //!
@@ -375,6 +378,8 @@ pub struct AhTable<H, const N: usize> {
     writer: CachePadded<AtomicBool>,
     counters: CachePadded<Counters>,
     hand: CachePadded<AtomicU64>,
+    /// The first generation of this table's slots (0: not drawn yet).
+    seed: AtomicU64,
     clock: CachePadded<AtomicU64>,
     _backend: PhantomData<fn(&H)>,
 }
@@ -417,6 +422,7 @@ impl<H, const N: usize> AhTable<H, N> {
             writer: CachePadded::new(AtomicBool::new(false)),
             counters: CachePadded::new(Counters::new()),
             hand: CachePadded::new(AtomicU64::new(0)),
+            seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
             _backend: PhantomData,
         }
@@ -432,6 +438,7 @@ impl<H, const N: usize> AhTable<H, N> {
             writer: CachePadded::new(AtomicBool::new(false)),
             counters: CachePadded::new(Counters::new()),
             hand: CachePadded::new(AtomicU64::new(0)),
+            seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
             _backend: PhantomData,
         }
@@ -626,11 +633,25 @@ impl<H, const N: usize> AhTable<H, N> {
         Claim::Full
     }
 
+    /// The first generation of a never-used slot, drawn once per table (under
+    /// the writer lock) from a process-wide counter, so that the handles of
+    /// two tables differ in generation, not only by chance.
+    fn seed(&self) -> u64 {
+        let s = self.seed.load(Ordering::Relaxed);
+        if s != 0 {
+            return s;
+        }
+        let n = crate::sync::TABLE_SEEDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        let s = ((n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24) & slot::GEN_MASK).max(1);
+        self.seed.store(s, Ordering::Relaxed);
+        s
+    }
+
     /// Slot `idx` is `BUSY` (from the word `m`) and ours: writes `key` and
     /// publishes it as `CREATING` with the next generation.
     fn publish_claim(&self, idx: usize, m: u64, key: &Key, victim: Option<u64>) -> Claim {
         let Some(slot) = self.slots.get(idx) else { return Claim::Full };
-        let generation = next_generation(m);
+        let generation = if generation(m) == 0 { self.seed() } else { next_generation(m) };
         // Orders the BUSY CAS before the key stores (the seqlock write side).
         fence(Ordering::Release);
         for (d, w) in slot.key.iter().zip(key.0) {

@@ -1,0 +1,84 @@
+//! The AH table's hot path allocates nothing: a counting global allocator
+//! around hits through `get`, `get_or_create`, `resolve`, `resolve_batch`
+//! and their releases. (The crate is `no_std` without `alloc`, so this holds
+//! by construction; the test keeps it honest for the backend calls too: a
+//! hit must not reach the backend.)
+
+mod common;
+
+use core::alloc::{GlobalAlloc, Layout};
+use std::alloc::System;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use arrayvec::ArrayVec;
+use common::{CountingHal, attr};
+use udah_core::ah::{IBV_WC_GRH, IbvWc};
+use udah_core::table::AhTable;
+use udah_core::{Gid, GidEntry, GidTable, GidType, LinkLayer};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the counter has no effect on the returned memory.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same `layout` the caller gave us, under the same contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this `layout` (above).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; `ptr`/`layout` are the caller's, from us.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn hits_and_resolve_allocate_nothing() {
+    let hal = CountingHal::new(64);
+    let table: AhTable<CountingHal, 64> = AhTable::new();
+
+    let mut gids: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+    gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
+    let mut area = [0u8; 40];
+    area[20..]
+        .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
+    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    let batch = [(&wc, &area); 8];
+    let a = attr(7);
+
+    // Warm up: the misses create (the backend may allocate there).
+    let h = table.get_or_create(&hal, &a).unwrap();
+    table.release(&hal, h).unwrap();
+    let h = table.resolve(&hal, &gids, 1, &wc, &area).unwrap();
+    table.release(&hal, h).unwrap();
+    let creates = table.stats().creates;
+
+    let before = ALLOCS.load(Ordering::Relaxed);
+    for _ in 0..10_000 {
+        let h = table.get(&a).unwrap();
+        table.release(&hal, h).unwrap();
+        let h = table.get_or_create(&hal, &a).unwrap();
+        table.release(&hal, h).unwrap();
+        let h = table.resolve(&hal, &gids, 1, &wc, &area).unwrap();
+        table.release(&hal, h).unwrap();
+        let mut out: ArrayVec<_, 8> = ArrayVec::new();
+        table.resolve_batch(&hal, &gids, 1, batch, &mut out);
+        for r in out {
+            table.release(&hal, r.unwrap()).unwrap();
+        }
+        let _ = table.stats();
+    }
+    let after = ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(after - before, 0, "the hit path allocated");
+    assert_eq!(table.stats().creates, creates, "hits must not create");
+}

@@ -1,0 +1,123 @@
+//! Stress test: 2 threads × `UDAH_TABLE_STRESS_OPS` random operations each
+//! (default 1,000,000, the figure; CI runs the default, in debug
+//! too) on one shared table, in a hit-heavy and a churn-heavy mix, against
+//! the counting backend.
+//!
+//! Checked on every operation: a handle's AH is alive and belongs to the
+//! handle's key. Checked at the end: no AH destroyed twice; created −
+//! destroyed = live backend AHs = the table's `live`; after releasing every
+//! handle and `retire_all`, nothing is alive. No timing assertion.
+
+mod common;
+
+use core::sync::atomic::Ordering;
+
+use common::{CountingHal, attr};
+use udah_core::table::{AhHandle, AhTable, TableError};
+
+fn ops() -> u64 {
+    std::env::var("UDAH_TABLE_STRESS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
+}
+
+/// xorshift64*: deterministic per thread, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+struct Mix {
+    /// Distinct keys.
+    keys: u32,
+    /// Out of 1000: the share of operations that release a held handle.
+    release: u64,
+    /// Out of 1000: the share that retires (all, or by age).
+    retire: u64,
+    /// Handles a thread holds at most.
+    hold: usize,
+    /// Backend AH limit (0: none).
+    limit: usize,
+}
+
+fn run<const N: usize>(mix: &Mix, seed: u64) {
+    let n = ops();
+    let hal = CountingHal::new(usize::try_from(2 * n + 1024).unwrap());
+    hal.limit.store(mix.limit, Ordering::Relaxed);
+    let table: AhTable<CountingHal, N> = AhTable::new();
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (hal, table) = (&hal, &table);
+            s.spawn(move || {
+                let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let mut held: Vec<(AhHandle<u64>, u32)> = Vec::with_capacity(mix.hold + 1);
+                for i in 0..n {
+                    let r = rng.next();
+                    let dice = r % 1000;
+                    if dice < mix.retire {
+                        if dice.is_multiple_of(2) {
+                            table.retire_all(hal);
+                        } else {
+                            table.advance_clock(i);
+                            table.retire_older_than(hal, 1000);
+                        }
+                    } else if dice < mix.retire + mix.release || held.len() >= mix.hold {
+                        if !held.is_empty() {
+                            let (h, k) = held.swap_remove((r >> 20) as usize % held.len());
+                            assert_eq!(hal.owner(h.ah()), Some(k), "referenced entry destroyed");
+                            table.release(hal, h).unwrap();
+                        }
+                    } else {
+                        let k = ((r >> 32) % u64::from(mix.keys)) as u32;
+                        let res = if dice.is_multiple_of(7) {
+                            table.try_get_or_create(hal, &attr(k))
+                        } else {
+                            table.get_or_create(hal, &attr(k))
+                        };
+                        match res {
+                            Ok(h) => {
+                                assert_eq!(hal.owner(h.ah()), Some(k), "handle reads another entry's AH");
+                                held.push((h, k));
+                            }
+                            Err(TableError::Full | TableError::Pending | TableError::Contended) => {}
+                            Err(TableError::Backend(_)) => {}
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                }
+                for (h, k) in held {
+                    assert_eq!(hal.owner(h.ah()), Some(k));
+                    table.release(hal, h).unwrap();
+                }
+            });
+        }
+    });
+    let (c, d) = (hal.creates.load(Ordering::Relaxed), hal.destroys.load(Ordering::Relaxed));
+    assert_eq!(hal.bad_destroys.load(Ordering::Relaxed), 0, "double destroy");
+    assert_eq!(c - d, hal.live() as u64);
+    assert_eq!(hal.live(), hal.live_scan());
+    let st = table.stats();
+    assert_eq!((st.creates, st.destroys, st.live), (c, d, c - d));
+    table.retire_all(&hal);
+    assert_eq!(hal.live(), 0, "retire_all with no handle out destroys everything");
+    let st = table.stats();
+    assert_eq!((st.live, st.entries), (0, 0));
+    eprintln!("{st:?}");
+}
+
+#[test]
+fn hit_heavy() {
+    // 16 keys in 256 slots, rare retirement: almost every look-up is a hit.
+    run::<256>(&Mix { keys: 16, release: 480, retire: 1, hold: 8, limit: 0 }, 0x1234);
+}
+
+#[test]
+fn churn_heavy() {
+    // 200 keys in 32 slots, a backend limit of 24 AHs, frequent retirement:
+    // misses, evictions (window full and OutOfResources), retirements.
+    run::<32>(&Mix { keys: 200, release: 450, retire: 20, hold: 6, limit: 24 }, 0x5678);
+}
