@@ -7,8 +7,8 @@
 mod common;
 
 use core::alloc::{GlobalAlloc, Layout};
-use std::alloc::System;
 use core::sync::atomic::{AtomicU64, Ordering};
+use std::alloc::System;
 
 use arrayvec::ArrayVec;
 use common::{CountingHal, attr};
@@ -20,11 +20,23 @@ struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// Count only this thread's allocations (the test harness's own threads
+    /// may allocate at any time).
+    static COUNTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+fn count() {
+    if COUNTING.with(core::cell::Cell::get) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 // SAFETY: forwards every call unchanged to `System`, which upholds the
 // `GlobalAlloc` contract; the counter has no effect on the returned memory.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same `layout` the caller gave us, under the same contract.
         unsafe { System.alloc(layout) }
     }
@@ -33,7 +45,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: forwarded unchanged; `ptr`/`layout` are the caller's, from us.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -64,6 +76,7 @@ fn hits_and_resolve_allocate_nothing() {
     let creates = table.stats().creates;
 
     let before = ALLOCS.load(Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
     for _ in 0..10_000 {
         let h = table.get(&a).unwrap();
         table.release(&hal, h).unwrap();
@@ -78,6 +91,7 @@ fn hits_and_resolve_allocate_nothing() {
         }
         let _ = table.stats();
     }
+    COUNTING.with(|c| c.set(false));
     let after = ALLOCS.load(Ordering::Relaxed);
     assert_eq!(after - before, 0, "the hit path allocated");
     assert_eq!(table.stats().creates, creates, "hits must not create");
