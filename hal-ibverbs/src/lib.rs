@@ -1,5 +1,65 @@
-//! udah-hal-ibverbs: the udah backend over real libibverbs.
+//! # udah-hal-ibverbs
 //!
-//! **Status: skeleton.** The verbs backend (devices, ports, GID tables, PDs,
-//! AHs, UD QPs through `rdma-mummy-sys`) is the subject of its own issue; this
-//! crate does not yet talk to libibverbs.
+//! The udah backend over real libibverbs: devices, ports, GID tables,
+//! protection domains, address handles, completion queues, UD QPs and memory
+//! regions, and the core's [`Hal`](udah_core::hal::Hal) over them
+//! ([`IbverbsHal`]).
+//!
+//! ## Library dependency
+//!
+//! The FFI goes through [`rdma_mummy_sys`], which loads `libibverbs.so.1` at
+//! run time. The crate therefore builds on any Linux machine (the build needs
+//! `cmake` and `libclang-dev`, not libibverbs), and a program using it starts
+//! without libibverbs; the first verb then fails with
+//! [`VerbsError::LibraryMissing`]. A machine with libibverbs but no RDMA
+//! device gives [`VerbsError::NoDevices`], which says whether the kernel has
+//! RDMA support at all (`/sys/class/infiniband`).
+//!
+//! ## Thread safety
+//!
+//! Every handle is `Send + Sync`: libibverbs verbs are thread safe.
+//! [`IbverbsHal`] keeps its AHs and GID snapshots behind mutexes (control
+//! path only).
+//!
+//! ## Resource cleanup
+//!
+//! Objects hold reference-counted handles to their parents, so C objects are
+//! always destroyed children first. `Drop` never panics; a failed destroy is
+//! counted ([`teardown_failures`]). [`AddressHandle::destroy`] reports the
+//! error instead.
+//!
+//! ## `unsafe`
+//!
+//! Only `ffi.rs` (layouts, pinned at compile time and checked against the
+//! installed headers by `tests/layout.rs`) and `verbs.rs` (the calls) contain
+//! `unsafe`; every block carries a `// SAFETY:` proof. C enums become Rust
+//! enums with an `Unknown(raw)` variant ([`enums`]).
+//!
+//! ## Hardware tests
+//!
+//! `tests/hardware.rs` is `#[ignore]`d; run it on a real or Soft-RoCE device:
+//!
+//! ```text
+//! UDAH_TEST_DEVICE=rxe0 cargo test -p udah-hal-ibverbs --test hardware -- --ignored --test-threads=1
+//! ```
+#![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod enums;
+pub mod error;
+#[doc(hidden)]
+pub mod ffi;
+pub mod gid;
+mod hal;
+pub mod verbs;
+
+pub use enums::{EventType, GidKind, Mtu, PortLinkLayer, PortState, WcOpcode, WcStatus};
+pub use error::{Op, VerbFailure, VerbsError, kernel_has_rdma};
+pub use gid::{GidInfo, GidSource, PortGids};
+pub use hal::{HalStats, IbverbsHal, VerbsAh};
+pub use verbs::{
+    AddressHandle, AsyncEvent, Context, Cq, Device, DeviceAttr, DeviceList, GidRecord, Mr, Pd, PortAttr, QpCaps,
+    Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,
+};

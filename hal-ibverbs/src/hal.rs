@@ -1,0 +1,371 @@
+//! [`IbverbsHal`]: the core's [`Hal`] over one device, with GID-table
+//! snapshots kept current by an asynchronous-event listener.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use udah_core::ah::AhAttr;
+use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+use udah_core::{GidTable, LinkLayer};
+
+use crate::enums::EventType;
+use crate::error::VerbsError;
+use crate::gid::{PortGids, fill_table, read_port_gids};
+use crate::verbs::{AddressHandle, Context, DeviceList, Pd, PortAttr, Segment, UdDest, UdQp};
+
+/// An AH created by [`IbverbsHal::create_ah`], as a token (the `ibv_ah`
+/// address). The backend keeps the AH itself; a token that is not live is
+/// refused ([`VerbsError::UnknownAh`]), never dereferenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VerbsAh(u64);
+
+impl AhToken for VerbsAh {
+    fn into_token(self) -> u64 {
+        self.0
+    }
+    fn from_token(token: u64) -> VerbsAh {
+        VerbsAh(token)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks cannot leave the data
+    // inconsistent (each critical section is one insert/remove/replace).
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[derive(Debug)]
+struct PortCache {
+    port: u8,
+    generation: AtomicU64,
+    snapshot: Mutex<Option<Arc<(LinkLayer, PortGids)>>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    ctx: Context,
+    ports: Vec<PortCache>,
+    total_gid_len: usize,
+    events: AtomicU64,
+    refreshes: AtomicU64,
+    listener_errors: AtomicU64,
+}
+
+impl Shared {
+    fn cache(&self, port: u8) -> Result<&PortCache, VerbsError> {
+        self.ports.iter().find(|c| c.port == port).ok_or_else(|| VerbsError::PortNotFound {
+            device: self.ctx.name().to_owned(),
+            port,
+            ports: u8::try_from(self.ports.len()).unwrap_or(u8::MAX),
+        })
+    }
+
+    fn read(&self, port: u8) -> Result<Arc<(LinkLayer, PortGids)>, VerbsError> {
+        let attr = self.ctx.query_port(port)?;
+        let ll = attr.link_layer.to_core().ok_or(VerbsError::UnknownLinkLayer { port, raw: attr.link_layer.into() })?;
+        Ok(Arc::new((ll, read_port_gids(&self.ctx, port, &attr, self.total_gid_len)?)))
+    }
+
+    /// Re-reads `port`'s GID table and bumps its generation.
+    fn refresh(&self, port: u8) -> Result<(), VerbsError> {
+        let cache = self.cache(port)?;
+        let fresh = self.read(port);
+        let mut snap = lock(&cache.snapshot);
+        // On failure the cache is dropped, so the next snapshot reads again.
+        *snap = fresh.as_ref().ok().cloned();
+        cache.generation.fetch_add(1, Ordering::AcqRel);
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+        fresh.map(|_| ())
+    }
+
+    fn on_event(&self, ev: EventType, port: Option<u8>) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        if !ev.invalidates_gids() {
+            return;
+        }
+        let ports: Vec<u8> = match port {
+            Some(p) => vec![p],
+            None => self.ports.iter().map(|c| c.port).collect(),
+        };
+        for p in ports {
+            if self.refresh(p).is_err() {
+                self.listener_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The asynchronous-event listener thread ([`IbverbsHal::start_event_listener`]).
+#[derive(Debug)]
+struct Listener {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            // The thread's body does not panic; if it did, there is nothing
+            // to propagate from a destructor.
+            let _ = t.join();
+        }
+    }
+}
+
+/// Counters of the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct HalStats {
+    /// AHs alive.
+    pub live_ahs: usize,
+    /// Asynchronous events received.
+    pub events: u64,
+    /// GID-table snapshots rebuilt because of events (or [`IbverbsHal::refresh`]).
+    pub refreshes: u64,
+    /// Listener failures (a failed event read or re-snapshot).
+    pub listener_errors: u64,
+}
+
+/// The udah backend over one libibverbs device.
+///
+/// * [`Hal::snapshot_gids`] fills the core's [`GidTable`] from a cached
+///   snapshot of the port's GID table (one `ibv_query_gid_table`, or
+///   `ibv_query_gid_ex` per index), stamped with the port's generation;
+/// * the listener ([`start_event_listener`](IbverbsHal::start_event_listener))
+///   reads `ibv_get_async_event`; on a GID change or a port, LID or SM event
+///   it rebuilds the port's snapshot and bumps its generation, so a consumer
+///   that compares [`Hal::gid_generation`] with its table's re-snapshots and
+///   the AH table retires AHs built against the old one;
+/// * AHs live in the backend, keyed by [`VerbsAh`] tokens; those still alive
+///   when the backend is dropped are destroyed then.
+#[derive(Debug)]
+pub struct IbverbsHal {
+    shared: Arc<Shared>,
+    pd: Pd,
+    ahs: Mutex<HashMap<u64, AddressHandle>>,
+    listener: Mutex<Option<Listener>>,
+}
+
+impl IbverbsHal {
+    /// Opens `device` (the first device when `None`).
+    pub fn open(device: Option<&str>) -> Result<IbverbsHal, VerbsError> {
+        let list = DeviceList::new()?;
+        let ctx = match device {
+            Some(name) => list.open(name)?,
+            None => match list.iter().next() {
+                Some(d) => d.open()?,
+                None => {
+                    return Err(VerbsError::NoDevices { kernel_support: crate::error::kernel_has_rdma(), errno: None });
+                }
+            },
+        };
+        drop(list);
+        IbverbsHal::from_context(ctx)
+    }
+
+    /// Opens `device` and checks that `port` exists and is active.
+    pub fn open_port(device: Option<&str>, port: u8) -> Result<IbverbsHal, VerbsError> {
+        let hal = IbverbsHal::open(device)?;
+        let attr = hal.port_attr(port)?;
+        if !attr.state.is_active() {
+            return Err(VerbsError::PortDown { device: hal.device().to_owned(), port, state: attr.state });
+        }
+        Ok(hal)
+    }
+
+    /// The backend of an open context.
+    pub fn from_context(ctx: Context) -> Result<IbverbsHal, VerbsError> {
+        let dev = ctx.query_device()?;
+        let mut ports = Vec::new();
+        let mut total = 0usize;
+        for port in 1..=dev.phys_port_cnt {
+            total = total.saturating_add(ctx.query_port(port)?.gid_tbl_len as usize);
+            ports.push(PortCache { port, generation: AtomicU64::new(1), snapshot: Mutex::new(None) });
+        }
+        let pd = ctx.alloc_pd()?;
+        let shared = Arc::new(Shared {
+            ctx,
+            ports,
+            total_gid_len: total,
+            events: AtomicU64::new(0),
+            refreshes: AtomicU64::new(0),
+            listener_errors: AtomicU64::new(0),
+        });
+        Ok(IbverbsHal { shared, pd, ahs: Mutex::new(HashMap::new()), listener: Mutex::new(None) })
+    }
+
+    /// The device name.
+    pub fn device(&self) -> &str {
+        self.shared.ctx.name()
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.shared.ctx
+    }
+
+    /// The protection domain AHs are created on.
+    pub fn pd(&self) -> &Pd {
+        &self.pd
+    }
+
+    /// The port numbers.
+    pub fn ports(&self) -> Vec<u8> {
+        self.shared.ports.iter().map(|c| c.port).collect()
+    }
+
+    /// `ibv_query_port`, with [`VerbsError::PortNotFound`] for a port the
+    /// device does not have.
+    pub fn port_attr(&self, port: u8) -> Result<PortAttr, VerbsError> {
+        self.shared.cache(port)?;
+        self.shared.ctx.query_port(port)
+    }
+
+    /// The cached GID table of `port` (read on first use).
+    pub fn port_gids(&self, port: u8) -> Result<PortGids, VerbsError> {
+        Ok(self.snapshot(port)?.1.1.clone())
+    }
+
+    fn snapshot(&self, port: u8) -> Result<(u64, Arc<(LinkLayer, PortGids)>), VerbsError> {
+        let cache = self.shared.cache(port)?;
+        let mut snap = lock(&cache.snapshot);
+        let gen_now = cache.generation.load(Ordering::Acquire);
+        let s = match &*snap {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.shared.read(port)?;
+                *snap = Some(s.clone());
+                s
+            }
+        };
+        Ok((gen_now, s))
+    }
+
+    /// Re-reads `port`'s GID table now and bumps its generation (what the
+    /// listener does on an event).
+    pub fn refresh(&self, port: u8) -> Result<(), VerbsError> {
+        self.shared.refresh(port)
+    }
+
+    /// Starts the asynchronous-event listener thread (idempotent). It stops
+    /// when the backend is dropped.
+    pub fn start_event_listener(&self) -> Result<(), VerbsError> {
+        let mut l = lock(&self.listener);
+        if l.is_some() {
+            return Ok(());
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (shared, flag) = (self.shared.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("udah-events-{}", self.device()))
+            .spawn(move || {
+                while !flag.load(Ordering::Acquire) {
+                    match shared.ctx.wait_async_event(100) {
+                        Ok(Some(ev)) => shared.on_event(ev.event_type, ev.port),
+                        Ok(None) => {}
+                        Err(_) => {
+                            shared.listener_errors.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                }
+            })
+            .map_err(|e| {
+                VerbsError::verb(
+                    crate::error::Op::GetAsyncEvent,
+                    e.raw_os_error().unwrap_or(crate::error::errno::EAGAIN),
+                )
+            })?;
+        *l = Some(Listener { stop, thread: Some(thread) });
+        Ok(())
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HalStats {
+        HalStats {
+            live_ahs: lock(&self.ahs).len(),
+            events: self.shared.events.load(Ordering::Relaxed),
+            refreshes: self.shared.refreshes.load(Ordering::Relaxed),
+            listener_errors: self.shared.listener_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Posts a UD send through a live AH of this backend (the AH cannot be
+    /// destroyed during the call).
+    pub fn post_send(
+        &self,
+        qp: &UdQp,
+        ah: VerbsAh,
+        dest: UdDest,
+        seg: Segment<'_>,
+        wr_id: u64,
+    ) -> Result<(), VerbsError> {
+        let ahs = lock(&self.ahs);
+        let h = ahs.get(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
+        qp.post_send(h, dest, seg, wr_id)
+    }
+}
+
+impl Drop for IbverbsHal {
+    fn drop(&mut self) {
+        drop(lock(&self.listener).take());
+        let ahs: Vec<AddressHandle> = lock(&self.ahs).drain().map(|(_, a)| a).collect();
+        for ah in ahs {
+            // Best effort: a failure is counted by `Drop` of the handle's
+            // explicit twin; nothing to report from a destructor.
+            let _ = ah.destroy();
+        }
+    }
+}
+
+impl ErrorType for IbverbsHal {
+    type Error = VerbsError;
+}
+
+impl Hal for IbverbsHal {
+    type Ah = VerbsAh;
+
+    fn port_info(&self, port: u8) -> Result<PortInfo, VerbsError> {
+        let a = self.port_attr(port)?;
+        let ll = a.link_layer.to_core().ok_or(VerbsError::UnknownLinkLayer { port, raw: a.link_layer.into() })?;
+        Ok(PortInfo::new(port, ll, a.gid_tbl_len).with_lid(a.lid, a.lmc).with_active(a.state.is_active()))
+    }
+
+    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), VerbsError> {
+        let (generation, s) = self.snapshot(port)?;
+        fill_table(table, s.0, &s.1, generation).map(|_| ())
+    }
+
+    fn gid_generation(&self, port: u8) -> u64 {
+        self.shared.cache(port).map_or(0, |c| c.generation.load(Ordering::Acquire))
+    }
+
+    fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, VerbsError> {
+        let (_, s) = self.snapshot(attr.port.get())?;
+        if s.0 != LinkLayer::Ethernet || attr.grh.is_none() {
+            return Ok(None);
+        }
+        match self.shared.ctx.resolve_eth_l2(attr) {
+            Ok((dmac, vid)) => Ok(Some(L2Info { dmac, vlan_tag: (vid <= 4095).then_some(vid), hop_limit: None })),
+            // The kernel resolves the neighbour itself in `ibv_create_ah`.
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn create_ah(&self, attr: &AhAttr, _l2: Option<&L2Info>) -> Result<VerbsAh, VerbsError> {
+        let ah = AddressHandle::create(&self.pd, attr)?;
+        let token = ah.token();
+        lock(&self.ahs).insert(token, ah);
+        Ok(VerbsAh(token))
+    }
+
+    fn destroy_ah(&self, ah: VerbsAh) -> Result<(), VerbsError> {
+        let h = lock(&self.ahs).remove(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
+        h.destroy()
+    }
+}
