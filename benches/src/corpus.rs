@@ -67,12 +67,16 @@ struct RawGrh {
     sgid_index: u8,
 }
 
-/// A case's GID table, in the smallest capacity that holds its entries.
+/// A case's GID table, in the smallest of three capacities that holds its
+/// entries (the corpus has 1,973 tables: one capacity for all would not fit
+/// in any cache).
 #[derive(Debug, Clone)]
 pub enum CorpusTable {
-    /// Entries below index 64.
-    Small(Box<GidTable<64>>),
-    /// Entries below index 1024.
+    /// Entries below index 16 (1,247 cases).
+    Small(Box<GidTable<16>>),
+    /// Entries below index 128 (508 cases).
+    Medium(Box<GidTable<128>>),
+    /// Entries below index 1024 (218 cases).
     Large(Box<GidTable<1024>>),
 }
 
@@ -82,6 +86,7 @@ impl CorpusTable {
     pub fn init_ah_from_wc(&self, port: u8, wc: &IbvWc, area: &Area) -> IbvResult {
         match self {
             CorpusTable::Small(t) => libibverbs::init_ah_from_wc(t, port, wc, Some(area)),
+            CorpusTable::Medium(t) => libibverbs::init_ah_from_wc(t, port, wc, Some(area)),
             CorpusTable::Large(t) => libibverbs::init_ah_from_wc(t, port, wc, Some(area)),
         }
     }
@@ -151,8 +156,9 @@ pub fn load(path: &Path) -> Result<(Vec<CorpusCase>, usize), String> {
         };
         let top = raw.port.gids.iter().map(|g| g.index).max().unwrap_or(0);
         let table = match top {
-            0..64 => CorpusTable::Small(Box::new(fill(&raw.port)?)),
-            64..1024 => CorpusTable::Large(Box::new(fill(&raw.port)?)),
+            0..16 => CorpusTable::Small(Box::new(fill(&raw.port)?)),
+            16..128 => CorpusTable::Medium(Box::new(fill(&raw.port)?)),
+            128..1024 => CorpusTable::Large(Box::new(fill(&raw.port)?)),
             _ => {
                 skipped += 1;
                 continue;
