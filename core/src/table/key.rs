@@ -2,77 +2,117 @@
 //! `ibv_ah_attr` is 32 bytes), so that a slot can hold it in four
 //! `AtomicU64`s and a reader can compare it with four relaxed loads.
 
-use crate::ah::AhAttr;
+use crate::ah::{AhAttr, IbvAhAttr};
 use crate::hal::L2Info;
 
 /// Words of a packed key.
 pub(crate) const KEY_WORDS: usize = 4;
 
-/// An [`AhAttr`] packed into four words. The packing is injective: two keys
-/// are equal exactly when the attributes are.
+/// An [`AhAttr`] packed into four words, in the byte layout of the C
+/// `struct ibv_ah_attr` ([`IbvAhAttr`], 32 bytes), so that the key of a
+/// profile's output is four loads ([`Key::from_ibv`]). The packing is
+/// injective: two keys are equal exactly when the attributes are.
 ///
 /// | word | bits |
 /// |---|---|
-/// | 0 | `dgid` bytes 0..8 (big-endian), 0 without GRH |
-/// | 1 | `dgid` bytes 8..16 (big-endian), 0 without GRH |
-/// | 2 | `port` 0..8, `dlid` 8..24, `sl` 24..28, `src_path_bits` 32..40, `static_rate` 40..48, GRH present 48 |
-/// | 3 | `flow_label` 0..20, `sgid_index` 20..28, `hop_limit` 28..36, `traffic_class` 36..44, 0 without GRH |
+/// | 0 | `dgid` bytes 0..8 (little-endian), 0 without GRH |
+/// | 1 | `dgid` bytes 8..16 (little-endian), 0 without GRH |
+/// | 2 | `flow_label` 0..32, `sgid_index` 32..40, `hop_limit` 40..48, `traffic_class` 48..56; 0 without GRH |
+/// | 3 | `dlid` 0..16, `sl` 16..24, `src_path_bits` 24..32, `static_rate` 32..40, GRH present 40..48, `port` 48..56 |
 ///
-/// Word 2 is never zero (the port is at least 1).
+/// Word 3 is never zero (the port is at least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key(pub(crate) [u64; KEY_WORDS]);
 
-const GRH_BIT: u64 = 1 << 48;
+#[inline(always)]
+fn word3(dlid: u16, sl: u8, src_path_bits: u8, static_rate: u8, global: bool, port: u8) -> u64 {
+    u64::from(dlid)
+        | u64::from(sl) << 16
+        | u64::from(src_path_bits) << 24
+        | u64::from(static_rate) << 32
+        | u64::from(global) << 40
+        | u64::from(port) << 48
+}
+
+#[inline(always)]
+fn word2(flow_label: u32, sgid_index: u8, hop_limit: u8, traffic_class: u8) -> u64 {
+    u64::from(flow_label) | u64::from(sgid_index) << 32 | u64::from(hop_limit) << 40 | u64::from(traffic_class) << 48
+}
 
 impl Key {
     /// Packs `a`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(a: &AhAttr) -> Key {
-        let w2 = u64::from(a.port.get())
-            | u64::from(a.dlid) << 8
-            | u64::from(a.sl.get()) << 24
-            | u64::from(a.src_path_bits) << 32
-            | u64::from(a.static_rate) << 40;
+        let w3 = word3(a.dlid, a.sl.get(), a.src_path_bits, a.static_rate, a.grh.is_some(), a.port.get());
         match a.grh {
             Some(g) => {
-                let d = g.dgid.to_u128();
+                let d = u128::from_le_bytes(g.dgid.0);
                 Key([
-                    (d >> 64) as u64,
                     d as u64,
-                    w2 | GRH_BIT,
-                    u64::from(g.flow_label.get())
-                        | u64::from(g.sgid_index) << 20
-                        | u64::from(g.hop_limit) << 28
-                        | u64::from(g.traffic_class) << 36,
+                    (d >> 64) as u64,
+                    word2(g.flow_label.get(), g.sgid_index, g.hop_limit, g.traffic_class),
+                    w3,
                 ])
             }
-            None => Key([0, 0, w2, 0]),
+            None => Key([0, 0, 0, w3]),
         }
     }
 
+    /// The key of `AhAttr::try_from(c)`, without building the `AhAttr`: the
+    /// last two words are the C struct's bytes 16..32 as they lie in memory
+    /// (one load each). `None` when `c` is not in canonical form (SL above
+    /// 15, port 0, a 20-bit-overflowing flow label, `is_global` other than 0
+    /// or 1, non-zero padding): the caller then converts it the slow way,
+    /// which gives the same key or the conversion's error.
+    #[inline(always)]
+    pub(crate) fn from_ibv(c: &IbvAhAttr) -> Option<Key> {
+        let g = &c.grh;
+        let w2 = u64::from(g.flow_label)
+            | u64::from(g.sgid_index) << 32
+            | u64::from(g.hop_limit) << 40
+            | u64::from(g.traffic_class) << 48
+            | u64::from(g.reserved) << 56;
+        let w3 = u64::from(c.dlid)
+            | u64::from(c.sl) << 16
+            | u64::from(c.src_path_bits) << 24
+            | u64::from(c.static_rate) << 32
+            | u64::from(c.is_global) << 40
+            | u64::from(c.port_num) << 48
+            | u64::from(c.reserved) << 56;
+        // SL ≤ 15, is_global ≤ 1, padding 0, port ≠ 0.
+        const NOT_CANONICAL_3: u64 = 0xff00_fe00_00f0_0000;
+        // With a GRH: flow label ≤ 0xfffff, padding 0.
+        const NOT_CANONICAL_2: u64 = 0xff00_0000_fff0_0000;
+        let global = w3 >> 40 & 1;
+        let mask = global.wrapping_neg();
+        if (w3 & NOT_CANONICAL_3) | (w2 & NOT_CANONICAL_2 & mask) != 0 || w3 >> 48 == 0 {
+            return None;
+        }
+        let d = u128::from_le_bytes(g.dgid);
+        Some(Key([d as u64 & mask, (d >> 64) as u64 & mask, w2 & mask, w3]))
+    }
+
     /// The home slot of this key in a table of `mask + 1` slots (a power of
-    /// two): a multiply-xorshift mix of the four words, top bits first.
-    #[inline]
+    /// two, at most 2²⁴): the words folded, multiplied by a Fibonacci
+    /// constant, top 24 bits.
+    #[inline(always)]
     pub(crate) fn home(&self, mask: usize) -> usize {
-        const K0: u64 = 0x9e37_79b9_7f4a_7c15;
-        const K1: u64 = 0xc2b2_ae3d_27d4_eb4f;
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
         let [w0, w1, w2, w3] = self.0;
-        let a = (w0 ^ w2).wrapping_mul(K0);
-        let b = (w1 ^ w3.rotate_left(32)).wrapping_mul(K1);
-        let h = (a ^ b.rotate_left(29)).wrapping_mul(K0);
-        ((h >> 32) as usize) & mask
+        let h = (w0 ^ w1.rotate_left(32) ^ w2.rotate_left(16) ^ w3).wrapping_mul(K);
+        ((h >> 40) as usize) & mask
     }
 
     /// The port.
     #[inline]
     pub(crate) fn port(&self) -> u8 {
-        self.0[2] as u8
+        (self.0[3] >> 48) as u8
     }
 
     /// The local GID index, when the attribute has a GRH.
     #[inline]
     pub(crate) fn sgid_index(&self) -> Option<u8> {
-        (self.0[2] & GRH_BIT != 0).then_some((self.0[3] >> 20) as u8)
+        (self.0[3] & 1 << 40 != 0).then_some((self.0[2] >> 32) as u8)
     }
 }
 
@@ -145,6 +185,31 @@ mod test {
             assert_eq!(ka.port(), 1);
             assert_eq!(ka.sgid_index(), a.grh.map(|g| g.sgid_index));
             assert!(ka.home(63) < 64);
+            // The C mirror of an attribute has the same key.
+            assert_eq!(Key::from_ibv(&IbvAhAttr::from(a)), Some(*ka));
+        }
+    }
+
+    #[test]
+    fn from_ibv_canonicalises_and_validates() {
+        let a = attr(5, false);
+        let mut c = IbvAhAttr::from(&a);
+        // libibverbs writes the flow label (and C leaves GRH bytes) also
+        // without IBV_WC_GRH: they are not part of a non-global identity.
+        c.grh.flow_label = 0x12345;
+        c.grh.dgid = [9; 16];
+        assert_eq!(Key::from_ibv(&c), Some(Key::new(&a)));
+        let g = IbvAhAttr::from(&attr(5, true));
+        // Not canonical: the fast form refuses, the slow conversion decides.
+        assert_eq!(Key::from_ibv(&IbvAhAttr { is_global: 7, ..g }), None);
+        assert_eq!(Key::from_ibv(&IbvAhAttr { reserved: 1, ..g }), None);
+        for bad in [
+            IbvAhAttr { sl: 16, ..g },
+            IbvAhAttr { port_num: 0, ..g },
+            IbvAhAttr { grh: crate::ah::IbvGlobalRoute { flow_label: 0x10_0000, ..g.grh }, ..g },
+        ] {
+            assert_eq!(Key::from_ibv(&bad), None);
+            assert!(AhAttr::try_from(&bad).is_err());
         }
     }
 

@@ -161,7 +161,7 @@ use self::slot::{
     BUSY, CREATING, ColdSlot, FREE, HotSlot, LIVE, REF_MAX, RETIRED, USED, generation, next_generation, pack, refs,
     state, with_state,
 };
-use crate::ah::{AhAttr, AttrError, IbvWc, libibverbs};
+use crate::ah::{AhAttr, AttrError, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal, L2Info};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, wait_step};
@@ -482,7 +482,7 @@ impl<H, const N: usize> AhTable<H, N> {
         self.clock.store(now, Ordering::Relaxed);
     }
 
-    #[inline]
+    #[inline(always)]
     fn key_matches(slot: &HotSlot, key: &Key) -> bool {
         let [k0, k1, k2, k3] = &slot.key;
         let [w0, w1, w2, w3] = key.0;
@@ -503,7 +503,7 @@ impl<H, const N: usize> AhTable<H, N> {
 
     /// Takes a reference on slot `idx` if it holds `key` live, starting from
     /// the word `m`; gives up after `max_tries` failed CASes (`None`: never).
-    #[inline]
+    #[inline(always)]
     fn acquire_at(&self, idx: usize, key: &Key, mut m: u64, max_tries: Option<u32>) -> Probe {
         let Some(slot) = self.slots.get(idx) else { return Probe::Miss };
         let backoff = Backoff::new();
@@ -540,7 +540,7 @@ impl<H, const N: usize> AhTable<H, N> {
     }
 
     /// The lock-free probe of `key`'s window.
-    #[inline]
+    #[inline(always)]
     fn probe(&self, key: &Key) -> Probe {
         let home = key.home(Self::MASK);
         for i in 0..Self::WINDOW {
@@ -748,7 +748,7 @@ where
         self.lookup(hal, &Key::new(attr), attr, false)
     }
 
-    #[inline]
+    #[inline(always)]
     fn lookup(&self, hal: &H, key: &Key, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         match self.probe(key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
@@ -1057,7 +1057,7 @@ where
         self.resolve_with(hal, gids, port, wc, area, false)
     }
 
-    #[inline]
+    #[inline(always)]
     fn resolve_with<const M: usize>(
         &self,
         hal: &H,
@@ -1068,8 +1068,32 @@ where
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
         let c = libibverbs::init_ah_from_wc(gids, port, wc, Some(area)).map_err(ResolveError::Attr)?;
-        let attr = AhAttr::try_from(&c).map_err(ResolveError::InvalidAttr)?;
-        self.lookup(hal, &Key::new(&attr), &attr, block).map_err(ResolveError::Table)
+        // The key straight from the C attribute: the `AhAttr` is built only
+        // on a miss.
+        let Some(key) = Key::from_ibv(&c) else {
+            return self.resolve_slow(hal, &c, None, block);
+        };
+        match self.probe(&key) {
+            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
+            Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
+            p => self.resolve_slow(hal, &c, Some((key, p)), block),
+        }
+    }
+
+    #[inline(never)]
+    fn resolve_slow(
+        &self,
+        hal: &H,
+        c: &IbvAhAttr,
+        probed: Option<(Key, Probe)>,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        let attr = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr)?;
+        let r = match probed {
+            Some((key, p)) => self.lookup_slow(hal, &key, &attr, block, p),
+            None => self.lookup(hal, &Key::new(&attr), &attr, block),
+        };
+        r.map_err(ResolveError::Table)
     }
 
     /// [`resolve`](Self::resolve) over a polled CQ batch: one result per

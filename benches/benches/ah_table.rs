@@ -1,0 +1,602 @@
+//! The AH table (`udah_core::table::AhTable`, issue #3) against the usual
+//! alternatives, in one criterion run with the ratios printed at the end:
+//!
+//! * **hit**: `get_or_create` on a cached AH plus `release`, at 1 and 2
+//!   threads, against a UCX-style `Mutex<HashMap<AhAttr, (ah, refs)>>` and a
+//!   `RwLock<HashMap<AhAttr, (ah, AtomicU32 refs)>>` with the same semantics
+//!   (take a reference, give it back);
+//! * **resolve**: completion + 40-byte area → handle (`AhTable::resolve`)
+//!   against `init_ah_from_wc` + the same maps;
+//! * **miss**: every look-up creates, with a backend that sleeps like a RoCE
+//!   create (1 ms), at 1 and 2 threads: the table creates outside its lock,
+//!   the mutex baseline (as UCX does) inside.
+//!
+//! At 2 threads the reported time is per operation *per thread* (both
+//! threads run `iters` operations at once); "disjoint" gives each thread its
+//! own peers, "shared" makes both threads hit the same 64 AHs.
+//!
+//! Instruction counts (no hardware counters needed): with
+//! `UDAH_AH_TABLE_ICOUNT_GATE=1` the binary runs itself under
+//! `valgrind --tool=callgrind` at two loop counts and checks ΔIr/ΔK (minus
+//! the bare loop) for the single-thread hit and `resolve` against gates set
+//! at today's figures plus ~3 % (the issue's targets, 100 and 300, are
+//! printed beside them; see the report for the gap):
+//!
+//! ```text
+//! cargo bench -p udah-benches --bench ah_table                                   # criterion + ratios
+//! UDAH_AH_TABLE_ICOUNT_GATE=1 cargo bench -p udah-benches --bench ah_table       # instruction gate
+//! ```
+
+use core::hint::black_box;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Barrier, Mutex, RwLock};
+use std::time::{Instant, SystemTime};
+
+use criterion::Criterion;
+use udah_benches::{Family, Fixture, SEED};
+use udah_core::GidTable;
+use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
+use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+use udah_core::table::AhTable;
+use udah_core::wire::{Area, Gid};
+
+/// A backend that hands out counter values, optionally after a sleep.
+struct BenchHal {
+    next: AtomicU64,
+    sleep: Option<Duration>,
+}
+
+impl BenchHal {
+    const fn new(sleep: Option<Duration>) -> BenchHal {
+        BenchHal { next: AtomicU64::new(1), sleep }
+    }
+}
+
+impl ErrorType for BenchHal {
+    type Error = ErrorKind;
+}
+
+impl Hal for BenchHal {
+    type Ah = u64;
+    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(port, udah_core::LinkLayer::Ethernet, 256))
+    }
+    fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+    fn gid_generation(&self, _: u8) -> u64 {
+        0
+    }
+    fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
+        Ok(None)
+    }
+    fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
+        if let Some(d) = self.sleep {
+            std::thread::sleep(d);
+        }
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+}
+
+type Table = AhTable<BenchHal, 256>;
+
+/// The UCX-style baseline: one mutex around a hash map; creates under it.
+#[derive(Default)]
+struct MutexMap(Mutex<HashMap<AhAttr, (u64, u32)>>);
+
+impl MutexMap {
+    #[inline]
+    fn get(&self, hal: &BenchHal, a: &AhAttr) -> u64 {
+        let mut m = self.0.lock().unwrap();
+        if let Some(e) = m.get_mut(a) {
+            e.1 += 1;
+            return e.0;
+        }
+        let ah = hal.create_ah(a, None).unwrap();
+        m.insert(*a, (ah, 1));
+        ah
+    }
+    #[inline]
+    fn release(&self, a: &AhAttr) {
+        if let Some(e) = self.0.lock().unwrap().get_mut(a) {
+            e.1 -= 1;
+        }
+    }
+}
+
+/// A reader-writer-lock baseline: shared lock plus an atomic refcount.
+#[derive(Default)]
+struct RwMap(RwLock<HashMap<AhAttr, (u64, AtomicU32)>>);
+
+impl RwMap {
+    #[inline]
+    fn get(&self, hal: &BenchHal, a: &AhAttr) -> u64 {
+        if let Some(e) = self.0.read().unwrap().get(a) {
+            e.1.fetch_add(1, Ordering::Relaxed);
+            return e.0;
+        }
+        let mut m = self.0.write().unwrap();
+        let e = m.entry(*a).or_insert_with(|| (hal.create_ah(a, None).unwrap(), AtomicU32::new(0)));
+        e.1.fetch_add(1, Ordering::Relaxed);
+        e.0
+    }
+    #[inline]
+    fn release(&self, a: &AhAttr) {
+        if let Some(e) = self.0.read().unwrap().get(a) {
+            e.1.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// The inputs: the 64 RoCE v2/IPv4 completions of the 256-entry fixture
+/// (distinct peers) that resolve, and their attributes.
+struct Inputs {
+    gids: GidTable<256>,
+    cases: Vec<(IbvWc, Area)>,
+    attrs: Vec<AhAttr>,
+}
+
+impl Inputs {
+    fn new() -> Inputs {
+        let fx: Fixture<256> = Fixture::new(SEED);
+        let mut cases = Vec::new();
+        let mut attrs = Vec::new();
+        for c in fx.family(Family::RoceV2Ipv4) {
+            if let Ok(a) = libibverbs::init_ah_from_wc(&fx.roce, 1, &c.wc, Some(&c.area))
+                && let Ok(a) = AhAttr::try_from(&a)
+                && !attrs.contains(&a)
+            {
+                cases.push((c.wc, c.area));
+                attrs.push(a);
+            }
+        }
+        assert!(attrs.len() >= 32, "fixture gives {} distinct peers", attrs.len());
+        Inputs { gids: fx.roce.clone(), cases, attrs }
+    }
+}
+
+/// A fresh attribute per `i` (for the miss benchmark).
+fn unique_attr(i: u64) -> AhAttr {
+    AhAttr {
+        port: PortNum::new(1).unwrap(),
+        dlid: 0,
+        sl: Sl::new(0).unwrap(),
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: Some(GlobalRoute {
+            dgid: Gid::from_u128(0xfd00_u128 << 112 | u128::from(i)),
+            flow_label: FlowLabel::new(0).unwrap(),
+            sgid_index: 1,
+            hop_limit: 64,
+            traffic_class: 0,
+        }),
+    }
+}
+
+/// Runs `op(thread, i)` `iters` times on each of `threads` threads at once;
+/// returns the wall time (so criterion reports time per op per thread).
+fn parallel(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        op(t, i);
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        barrier.wait();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
+    })
+}
+
+/// Key `i` of thread `t`: disjoint halves, or all keys for both.
+#[inline]
+fn pick(attrs_len: usize, shared: bool, t: usize, i: u64) -> usize {
+    if shared {
+        (i as usize) % attrs_len
+    } else {
+        let half = attrs_len / 2;
+        t * half + (i as usize) % half
+    }
+}
+
+fn bench_hit(c: &mut Criterion, inp: &Inputs) {
+    let hal = BenchHal::new(None);
+    let table = Table::new();
+    let mutex = MutexMap::default();
+    let rw = RwMap::default();
+    for a in &inp.attrs {
+        let h = table.get_or_create(&hal, a).unwrap();
+        table.release(&hal, h).unwrap();
+        mutex.get(&hal, a);
+        mutex.release(a);
+        rw.get(&hal, a);
+        rw.release(a);
+    }
+    let n = inp.attrs.len();
+    let mut g = c.benchmark_group("ah_table_hit_1t");
+    let mut i = 0usize;
+    g.bench_function("table", |b| {
+        b.iter(|| {
+            let a = &inp.attrs[i % n];
+            i = i.wrapping_add(1);
+            let h = table.get_or_create(&hal, black_box(a)).unwrap();
+            black_box(h.ah());
+            table.release(&hal, h).unwrap();
+        })
+    });
+    g.bench_function("table_get_only", |b| {
+        // `get` + `release`: the look-up that never creates.
+        b.iter(|| {
+            let a = &inp.attrs[i % n];
+            i = i.wrapping_add(1);
+            let h = table.get(black_box(a)).unwrap();
+            black_box(h.ah());
+            table.release(&hal, h).unwrap();
+        })
+    });
+    g.bench_function("mutex_hashmap", |b| {
+        b.iter(|| {
+            let a = &inp.attrs[i % n];
+            i = i.wrapping_add(1);
+            black_box(mutex.get(&hal, black_box(a)));
+            mutex.release(a);
+        })
+    });
+    g.bench_function("rwlock_hashmap", |b| {
+        b.iter(|| {
+            let a = &inp.attrs[i % n];
+            i = i.wrapping_add(1);
+            black_box(rw.get(&hal, black_box(a)));
+            rw.release(a);
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("ah_table_hit_2t");
+    for shared in [false, true] {
+        let sfx = if shared { "shared" } else { "disjoint" };
+        g.bench_function(format!("table_{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel(2, iters, &|t, i| {
+                    let a = &inp.attrs[pick(n, shared, t, i)];
+                    let h = table.get_or_create(&hal, black_box(a)).unwrap();
+                    black_box(h.ah());
+                    table.release(&hal, h).unwrap();
+                })
+            })
+        });
+        g.bench_function(format!("mutex_hashmap_{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel(2, iters, &|t, i| {
+                    let a = &inp.attrs[pick(n, shared, t, i)];
+                    black_box(mutex.get(&hal, black_box(a)));
+                    mutex.release(a);
+                })
+            })
+        });
+        g.bench_function(format!("rwlock_hashmap_{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel(2, iters, &|t, i| {
+                    let a = &inp.attrs[pick(n, shared, t, i)];
+                    black_box(rw.get(&hal, black_box(a)));
+                    rw.release(a);
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
+    let hal = BenchHal::new(None);
+    let table = Table::new();
+    let mutex = MutexMap::default();
+    let rw = RwMap::default();
+    let n = inp.cases.len();
+    let baseline = |m: &dyn Fn(&AhAttr) -> u64, wc: &IbvWc, area: &Area| {
+        let c = libibverbs::init_ah_from_wc(&inp.gids, 1, wc, Some(area)).unwrap();
+        let a = AhAttr::try_from(&c).unwrap();
+        (m(&a), a)
+    };
+    for (wc, area) in &inp.cases {
+        let h = table.resolve(&hal, &inp.gids, 1, wc, area).unwrap();
+        table.release(&hal, h).unwrap();
+    }
+    let mut g = c.benchmark_group("ah_table_resolve_1t");
+    let mut i = 0usize;
+    g.bench_function("table", |b| {
+        b.iter(|| {
+            let (wc, area) = &inp.cases[i % n];
+            i = i.wrapping_add(1);
+            let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+            black_box(h.ah());
+            table.release(&hal, h).unwrap();
+        })
+    });
+    g.bench_function("mutex_hashmap", |b| {
+        b.iter(|| {
+            let (wc, area) = &inp.cases[i % n];
+            i = i.wrapping_add(1);
+            let (ah, a) = baseline(&|a| mutex.get(&hal, a), black_box(wc), black_box(area));
+            black_box(ah);
+            mutex.release(&a);
+        })
+    });
+    g.bench_function("rwlock_hashmap", |b| {
+        b.iter(|| {
+            let (wc, area) = &inp.cases[i % n];
+            i = i.wrapping_add(1);
+            let (ah, a) = baseline(&|a| rw.get(&hal, a), black_box(wc), black_box(area));
+            black_box(ah);
+            rw.release(&a);
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("ah_table_resolve_2t");
+    g.bench_function("table_disjoint", |b| {
+        b.iter_custom(|iters| {
+            parallel(2, iters, &|t, i| {
+                let (wc, area) = &inp.cases[pick(n, false, t, i)];
+                let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                black_box(h.ah());
+                table.release(&hal, h).unwrap();
+            })
+        })
+    });
+    g.bench_function("mutex_hashmap_disjoint", |b| {
+        b.iter_custom(|iters| {
+            parallel(2, iters, &|t, i| {
+                let (wc, area) = &inp.cases[pick(n, false, t, i)];
+                let (ah, a) = baseline(&|a| mutex.get(&hal, a), black_box(wc), black_box(area));
+                black_box(ah);
+                mutex.release(&a);
+            })
+        })
+    });
+    g.finish();
+}
+
+fn bench_miss(c: &mut Criterion) {
+    let hal = BenchHal::new(Some(Duration::from_millis(1)));
+    let table = Table::new();
+    let mutex = MutexMap::default();
+    let next = AtomicU64::new(0);
+    let mut g = c.benchmark_group("ah_table_miss_roce_1ms");
+    g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(200));
+    for threads in [1usize, 2] {
+        g.bench_function(format!("table_{threads}t"), |b| {
+            b.iter_custom(|iters| {
+                parallel(threads, iters, &|_, _| {
+                    let a = unique_attr(next.fetch_add(1, Ordering::Relaxed));
+                    let h = table.get_or_create(&hal, &a).unwrap();
+                    table.release(&hal, h).unwrap();
+                })
+            })
+        });
+        g.bench_function(format!("mutex_hashmap_{threads}t"), |b| {
+            b.iter_custom(|iters| {
+                parallel(threads, iters, &|_, _| {
+                    let a = unique_attr(next.fetch_add(1, Ordering::Relaxed));
+                    black_box(mutex.get(&hal, &a));
+                    mutex.release(&a);
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The median (ns) criterion wrote for `id` in this run, if it ran.
+fn median_ns(dir: &std::path::Path, id: &str, since: SystemTime) -> Option<f64> {
+    let file = dir.join(id).join("new/estimates.json");
+    if std::fs::metadata(&file).and_then(|m| m.modified()).ok()? < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let rest = text.get(text.find("\"median\"")?..)?;
+    let rest = rest.get(rest.find("\"point_estimate\":")? + 17..)?;
+    rest.get(..rest.find([',', '}'])?)?.trim().parse().ok()
+}
+
+fn summary(dir: &std::path::Path, since: SystemTime) {
+    let m = |id: &str| median_ns(dir, id, since);
+    let f = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+    let r = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 => format!("{:.1}x", b / a),
+        _ => "-".to_owned(),
+    };
+    println!("\nAH table summary (median ns per op; at 2 threads per op per thread; ratio = baseline / table)");
+    println!("| benchmark | table | Mutex<HashMap> | ratio | RwLock<HashMap> | ratio |");
+    println!("|---|---|---|---|---|---|");
+    for (name, t, mx, rw) in [
+        ("hit, 1 thread", "ah_table_hit_1t/table", "ah_table_hit_1t/mutex_hashmap", "ah_table_hit_1t/rwlock_hashmap"),
+        (
+            "hit, 2 threads, disjoint",
+            "ah_table_hit_2t/table_disjoint",
+            "ah_table_hit_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit, 2 threads, shared",
+            "ah_table_hit_2t/table_shared",
+            "ah_table_hit_2t/mutex_hashmap_shared",
+            "ah_table_hit_2t/rwlock_hashmap_shared",
+        ),
+        (
+            "resolve, 1 thread",
+            "ah_table_resolve_1t/table",
+            "ah_table_resolve_1t/mutex_hashmap",
+            "ah_table_resolve_1t/rwlock_hashmap",
+        ),
+        (
+            "resolve, 2 threads, disjoint",
+            "ah_table_resolve_2t/table_disjoint",
+            "ah_table_resolve_2t/mutex_hashmap_disjoint",
+            "-",
+        ),
+        (
+            "miss (1 ms create), 1 thread",
+            "ah_table_miss_roce_1ms/table_1t",
+            "ah_table_miss_roce_1ms/mutex_hashmap_1t",
+            "-",
+        ),
+        (
+            "miss (1 ms create), 2 threads",
+            "ah_table_miss_roce_1ms/table_2t",
+            "ah_table_miss_roce_1ms/mutex_hashmap_2t",
+            "-",
+        ),
+    ] {
+        let (t, mx, rw) = (m(t), m(mx), m(rw));
+        println!("| {name} | {} | {} | {} | {} | {} |", f(t), f(mx), r(t, mx), f(rw), r(t, rw));
+    }
+    println!("(table_get_only, 1 thread: {} ns)", f(m("ah_table_hit_1t/table_get_only")));
+}
+
+// ---- instruction counts -------------------------------------------------
+
+#[inline(never)]
+fn icount_loop(inp: &Inputs, k: u64) {
+    let n = inp.attrs.len();
+    for i in 0..k {
+        black_box(&inp.attrs[i as usize % n]);
+    }
+}
+
+#[inline(never)]
+fn icount_hit(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
+    let n = inp.attrs.len();
+    for i in 0..k {
+        let h = table.get_or_create(hal, black_box(&inp.attrs[i as usize % n])).unwrap();
+        // Keep the reference (release is measured separately): refcounts stay
+        // far below their maximum for the K used here.
+        let _ = black_box(h);
+    }
+}
+
+#[inline(never)]
+fn icount_hit_release(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
+    let n = inp.attrs.len();
+    for i in 0..k {
+        let h = table.get_or_create(hal, black_box(&inp.attrs[i as usize % n])).unwrap();
+        table.release(hal, black_box(h)).unwrap();
+    }
+}
+
+#[inline(never)]
+fn icount_resolve(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
+    let n = inp.cases.len();
+    for i in 0..k {
+        let (wc, area) = &inp.cases[i as usize % n];
+        let h = table.resolve(hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+        let _ = black_box(h);
+    }
+}
+
+/// `UDAH_AH_TABLE_ICOUNT=target:K`: run one target K times and exit.
+fn icount_mode(spec: &str) {
+    let (target, k) = spec.split_once(':').expect("target:K");
+    let k: u64 = k.parse().expect("K");
+    let inp = Inputs::new();
+    let hal = BenchHal::new(None);
+    let table = Table::new();
+    for (wc, area) in &inp.cases {
+        let h = table.resolve(&hal, &inp.gids, 1, wc, area).unwrap();
+        table.release(&hal, h).unwrap();
+    }
+    match target {
+        "loop" => icount_loop(&inp, k),
+        "hit" => icount_hit(&table, &hal, &inp, k),
+        "hit_release" => icount_hit_release(&table, &hal, &inp, k),
+        "resolve" => icount_resolve(&table, &hal, &inp, k),
+        _ => panic!("unknown target {target}"),
+    }
+}
+
+/// Total instructions of one `icount_mode` run under callgrind.
+fn callgrind_ir(target: &str, k: u64) -> u64 {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::env::temp_dir().join(format!("udah-ah-table-{}-{target}-{k}.cg", std::process::id()));
+    let st = std::process::Command::new("valgrind")
+        .args(["--tool=callgrind", "--quiet"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(&exe)
+        .env("UDAH_AH_TABLE_ICOUNT", format!("{target}:{k}"))
+        .env_remove("UDAH_AH_TABLE_ICOUNT_GATE")
+        .status()
+        .expect("valgrind (apt-get install valgrind)");
+    assert!(st.success(), "callgrind run failed");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("callgrind totals")
+}
+
+/// The instruction-count gate: ΔIr/ΔK per target, minus the bare loop.
+fn icount_gate() {
+    let (k1, k2) = (20_000u64, 220_000u64);
+    let per = |t: &str| (callgrind_ir(t, k2) - callgrind_ir(t, k1)) as f64 / (k2 - k1) as f64;
+    let base = per("loop");
+    let mut ok = true;
+    println!("AH table instruction counts (ΔIr/ΔK, K = {k1} → {k2}, minus the bare loop = {base:.1}):");
+    // (target, enforced gate = today's figure + ~3 %, the issue's target)
+    for (t, gate, goal) in
+        [("hit", Some(118.0), Some(100.0)), ("hit_release", Some(152.0), None), ("resolve", Some(364.0), Some(300.0))]
+    {
+        let v = per(t) - base;
+        let verdict = match gate {
+            Some(g) if v > g => {
+                ok = false;
+                format!("FAIL (gate {g})")
+            }
+            Some(g) => format!("ok (gate {g})"),
+            None => "(no gate)".to_owned(),
+        };
+        let goal = match goal {
+            Some(x) if v <= x => format!("meets the issue's target {x}"),
+            Some(x) => format!("ABOVE the issue's target {x}"),
+            None => String::new(),
+        };
+        println!("  {t:12} {v:7.1} instructions per call  {verdict}  {goal}");
+    }
+    if !ok {
+        std::process::exit(1);
+    }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("UDAH_AH_TABLE_ICOUNT") {
+        return icount_mode(&spec);
+    }
+    if std::env::var_os("UDAH_AH_TABLE_ICOUNT_GATE").is_some() {
+        return icount_gate();
+    }
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("criterion");
+    let since = SystemTime::now();
+    let mut c = Criterion::default().configure_from_args().output_directory(&dir);
+    let inp = Inputs::new();
+    bench_hit(&mut c, &inp);
+    bench_resolve(&mut c, &inp);
+    bench_miss(&mut c);
+    c.final_summary();
+    summary(&dir, since);
+}
