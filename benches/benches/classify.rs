@@ -58,11 +58,12 @@ fn main() {
         return;
     }
     let mut t = String::from(
-        "\n### Classifiers alone, mixed inputs (ns per call, median)\n\n| function | repeating | random |\n|---|---:|---:|\n",
+        "\n### Classifiers alone, mixed inputs (ns per call: median, and fastest sample)\n\n| function | repeating | random | repeating, fastest | random, fastest |\n|---|---:|---:|---:|---:|\n",
     );
     for f in ["branchfree", "branchy", "version_libibverbs", "version_kernel", "detect_none", "net_type_by_grh"] {
         let m = |o: &str| fmt(report::median_ns(&dir, &format!("classify-{o}/{f}"), since));
-        t.push_str(&format!("| {f} | {} | {} |\n", m("repeating"), m("random")));
+        let q = |o: &str| fmt(report::fastest_ns(&dir, &format!("classify-{o}/{f}"), since));
+        t.push_str(&format!("| {f} | {} | {} | {} | {} |\n", m("repeating"), m("random"), q("repeating"), q("random")));
     }
     print!("{t}");
     let _ = std::fs::write(dir.join("udah-summary-classify.md"), t);

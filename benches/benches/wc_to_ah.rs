@@ -120,28 +120,34 @@ fn oracle_on<const N: usize>(bin: &std::path::Path, fx: &Fixture<N>, cases: &[Ca
 struct Row {
     what: String,
     core: Option<f64>,
+    core_fastest: Option<f64>,
     oracle: Option<OracleBench>,
+}
+
+fn speedup(ratio: Option<f64>) -> String {
+    ratio.map_or("-".to_owned(), |x| if x > 0.1 { format!("{:.2}×", 1.0 / x) } else { format!("{:.0}×", 1.0 / x) })
 }
 
 fn print_rows(title: &str, rows: &[Row], out: &mut String) {
     let mut t = format!(
-        "\n### {title}\n\n| case | core ns (median) | oracle ns (median) | GID queries/call (oracle) | ratio core/oracle | speed-up |\n|---|---:|---:|---:|---:|---:|\n"
+        "\n### {title}\n\n| case | core ns (median) | oracle ns (median) | GID queries/call | ratio core/oracle | speed-up | core fastest sample | oracle fastest rep | speed-up (fastest) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for r in rows {
         let o = r.oracle.map(|o| o.median_ns);
+        let of = r.oracle.map(|o| o.fastest_ns);
         let ratio = r.core.zip(o).map(|(c, o)| c / o);
+        let ratio_fast = r.core_fastest.zip(of).map(|(c, o)| c / o);
         t.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.what,
             fmt(r.core),
             fmt(o),
             r.oracle.map_or("-".to_owned(), |o| format!("{:.1}", o.gid_queries_per_call)),
             ratio.map_or("-".to_owned(), |x| format!("{x:.4}")),
-            ratio.map_or("-".to_owned(), |x| if x > 0.1 {
-                format!("{:.2}×", 1.0 / x)
-            } else {
-                format!("{:.0}×", 1.0 / x)
-            }),
+            speedup(ratio),
+            fmt(r.core_fastest),
+            fmt(of),
+            speedup(ratio_fast),
         ));
     }
     print!("{t}");
@@ -172,6 +178,7 @@ fn main() {
 
     // Summary, with the oracle on the same cases.
     let median = |id: &str| report::median_ns(&dir, id, since);
+    let fastest = |id: &str| report::fastest_ns(&dir, id, since);
     let oracle_bin = if std::env::var_os("UDAH_BENCH_NO_ORACLE").is_some() {
         Err("UDAH_BENCH_NO_ORACLE is set".to_owned())
     } else {
@@ -189,13 +196,14 @@ fn main() {
     let mut rows = Vec::new();
     for fam in Family::ALL {
         for n in TABLE_SIZES {
-            let core = median(&format!("libibverbs/{}/{n}", fam.name()));
+            let id = format!("libibverbs/{}/{n}", fam.name());
+            let (core, core_fastest) = (median(&id), fastest(&id));
             let oracle = match n {
                 4 => run(&|b| oracle_on(b, &fx4, fx4.family(fam))),
                 64 => run(&|b| oracle_on(b, &fx64, fx64.family(fam))),
                 _ => run(&|b| oracle_on(b, &fx256, fx256.family(fam))),
             };
-            rows.push(Row { what: format!("{} / {n} entries", fam.name()), core, oracle });
+            rows.push(Row { what: format!("{} / {n} entries", fam.name()), core, core_fastest, oracle });
         }
     }
     print_rows(&format!("Per family ({CASES_PER_FAMILY} cases each, targets spread over the table)"), &rows, &mut md);
@@ -203,30 +211,34 @@ fn main() {
     let mut rows = Vec::new();
     for order in [Order::Repeating, Order::Random] {
         for n in TABLE_SIZES {
-            let core = median(&format!("mixed-{}/branchfree/{n}", order.name()));
+            let id = format!("mixed-{}/branchfree/{n}", order.name());
+            let (core, core_fastest) = (median(&id), fastest(&id));
             let oracle = match n {
                 4 => run(&|b| oracle_on(b, &fx4, &fx4.mixed(order, SEED))),
                 64 => run(&|b| oracle_on(b, &fx64, &fx64.mixed(order, SEED))),
                 _ => run(&|b| oracle_on(b, &fx256, &fx256.mixed(order, SEED))),
             };
-            rows.push(Row { what: format!("mixed, {} order / {n} entries", order.name()), core, oracle });
+            rows.push(Row { what: format!("mixed, {} order / {n} entries", order.name()), core, core_fastest, oracle });
         }
     }
     print_rows("Mixed families (256 inputs)", &rows, &mut md);
 
     if let (Some(n), Some(path)) = (corpus_cases, oracle::public_corpus_path()) {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let core = median("corpus/libibverbs/public");
+        let (core, core_fastest) = (median("corpus/libibverbs/public"), fastest("corpus/libibverbs/public"));
         let oracle = run(&|b| oracle::run_bench(b, &text, 100_000));
-        let rows = [Row { what: format!("public corpus ({n} cases)"), core, oracle }];
+        let rows = [Row { what: format!("public corpus ({n} cases)"), core, core_fastest, oracle }];
         print_rows("Public corpus (libibverbs-v44-public.jsonl)", &rows, &mut md);
     }
 
     let mut t = String::from(
-        "\n### Branch-free vs if/else classifier, repeating vs random order (ns per WC, median)\n\n| entries | branch-free repeating | branch-free random | branchy repeating | branchy random |\n|---:|---:|---:|---:|---:|\n",
+        "\n### Branch-free vs if/else classifier, repeating vs random order (ns per WC: median / fastest sample)\n\n| entries | branch-free repeating | branch-free random | branchy repeating | branchy random |\n|---:|---:|---:|---:|---:|\n",
     );
     for n in TABLE_SIZES {
-        let m = |o: &str, k: &str| fmt(median(&format!("mixed-{o}/{k}/{n}")));
+        let m = |o: &str, k: &str| {
+            let id = format!("mixed-{o}/{k}/{n}");
+            format!("{} / {}", fmt(median(&id)), fmt(fastest(&id)))
+        };
         t.push_str(&format!(
             "| {n} | {} | {} | {} | {} |\n",
             m("repeating", "branchfree"),
@@ -235,15 +247,19 @@ fn main() {
             m("random", "branchy")
         ));
     }
-    t.push_str("\n### Kernel profile, 256 entries (ns per WC, median)\n\n| case | ns |\n|---|---:|\n");
+    t.push_str(
+        "\n### Kernel profile, 256 entries (ns per WC)\n\n| case | median | fastest sample |\n|---|---:|---:|\n",
+    );
     for fam in Family::ALL {
-        t.push_str(&format!("| {} | {} |\n", fam.name(), fmt(median(&format!("kernel/{}/256", fam.name())))));
+        let id = format!("kernel/{}/256", fam.name());
+        t.push_str(&format!("| {} | {} | {} |\n", fam.name(), fmt(median(&id)), fmt(fastest(&id))));
     }
     for order in [Order::Repeating, Order::Random] {
         t.push_str(&format!(
-            "| mixed, {} order | {} |\n",
+            "| mixed, {} order | {} | {} |\n",
             order.name(),
-            fmt(median(&format!("kernel-mixed/{}/256", order.name())))
+            fmt(median(&format!("kernel-mixed/{}/256", order.name()))),
+            fmt(fastest(&format!("kernel-mixed/{}/256", order.name())))
         ));
     }
     print!("{t}");

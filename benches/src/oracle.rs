@@ -65,6 +65,8 @@ pub struct OracleBench {
     pub cases: usize,
     /// Median over five repetitions of the mean ns per call.
     pub median_ns: f64,
+    /// The fastest of the five repetitions (ns per call).
+    pub fastest_ns: f64,
     /// Mean GID queries per call.
     pub gid_queries_per_call: f64,
 }
@@ -74,6 +76,13 @@ fn field(json: &str, key: &str) -> Option<f64> {
     let rest = json.get(at..)?;
     let end = rest.find([',', '}', ']']).unwrap_or(rest.len());
     rest.get(..end)?.trim().parse().ok()
+}
+
+fn reps(json: &str) -> Vec<f64> {
+    let Some(at) = json.find("\"ns_per_call_reps\":[") else { return Vec::new() };
+    let rest = json.get(at + 20..).unwrap_or("");
+    let end = rest.find(']').unwrap_or(0);
+    rest.get(..end).unwrap_or("").split(',').filter_map(|v| v.trim().parse().ok()).collect()
 }
 
 /// Runs `oracle --bench calls` on `jsonl` (one case per line).
@@ -97,6 +106,7 @@ pub fn run_bench(oracle: &Path, jsonl: &str, calls: u64) -> Result<OracleBench, 
     Ok(OracleBench {
         cases: field(&text, "cases").ok_or("no `cases` in the oracle's output")? as usize,
         median_ns: field(&text, "median_ns_per_call").ok_or("no median in the oracle's output")?,
+        fastest_ns: reps(&text).into_iter().reduce(f64::min).unwrap_or(f64::NAN),
         gid_queries_per_call: field(&text, "gid_queries_per_call").unwrap_or(f64::NAN),
     })
 }

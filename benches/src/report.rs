@@ -31,6 +31,27 @@ pub fn median_ns(dir: &Path, id: &str, since: SystemTime) -> Option<f64> {
     rest.get(..end)?.trim().parse().ok()
 }
 
+fn array(text: &str, key: &str) -> Option<Vec<f64>> {
+    let at = text.find(&format!("\"{key}\":["))? + key.len() + 4;
+    let rest = text.get(at..)?;
+    let end = rest.find(']')?;
+    rest.get(..end)?.split(',').map(|v| v.trim().parse().ok()).collect()
+}
+
+/// The fastest of criterion's samples (ns per iteration) for `id` in this
+/// run: on a shared machine, the figure least disturbed by other processes.
+pub fn fastest_ns(dir: &Path, id: &str, since: SystemTime) -> Option<f64> {
+    let file = dir.join(id).join("new/sample.json");
+    let modified = std::fs::metadata(&file).and_then(|m| m.modified()).ok()?;
+    if modified < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let iters = array(&text, "iters")?;
+    let times = array(&text, "times")?;
+    iters.iter().zip(&times).filter(|(i, _)| **i > 0.0).map(|(i, t)| t / i).reduce(f64::min)
+}
+
 /// `x` with one decimal, or `-`.
 pub fn fmt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
