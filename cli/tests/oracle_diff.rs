@@ -521,7 +521,7 @@ impl Gen {
                 grh = Some(g);
             }
             // ---- dense tables (worst-case scans) ----
-            900..=929 => {
+            900..=909 => {
                 let dense_len = [128u32, 255, 256][self.rng.gen_range(0..3)];
                 // Sometimes the device table goes on past the full part: the
                 // first empty slot is then `dense_len`.
@@ -575,7 +575,7 @@ impl Gen {
                 name = format!("hugetable-{how}");
                 grh = Some(g);
             }
-            930..=974 => {
+            910..=974 => {
                 let big_len = self.rng.gen_range(257..700u32);
                 let idx = self.rng.gen_range(256..big_len);
                 let n = self.rng.gen_range(0..6);
