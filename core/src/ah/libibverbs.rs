@@ -32,7 +32,7 @@ use super::attr::{IbvAhAttr, IbvGlobalRoute};
 use super::wc::{IBV_WC_GRH, IbvWc};
 use crate::error::IbvError;
 use crate::gid_table::GidTable;
-use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, detect, grh, ipv4};
+use crate::wire::{Area, Detection, Evidence, Gid, detect, grh, ipv4};
 
 /// A failed call: the error and the attribute as the C function leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,8 +168,8 @@ fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classifi
 /// field the reply needs. Straight-line code: no conditional jump.
 #[inline]
 pub fn classify(area: &Area) -> Classified {
-    let v = detect::version_libibverbs(area);
-    classify_from(area, v == HeaderVersion::Ipv4, v == HeaderVersion::Ipv6, false)
+    let (is4, is6) = detect::flags_libibverbs(area);
+    classify_from(area, is4, is6, false)
 }
 
 /// Like [`classify`], but the header type comes from `evidence` through the

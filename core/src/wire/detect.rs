@@ -54,8 +54,9 @@ impl HeaderVersion {
     }
 }
 
+/// `(is IPv4, is IPv6)` of the C heuristics, given the checksum verdict.
 #[inline]
-fn version_with(area: &Area, csum_ok: bool) -> HeaderVersion {
+fn flags_with(area: &Area, csum_ok: bool) -> (bool, bool) {
     let not6 = grh::version(area) != 6;
     let b20 = ipv4::header(area)[ipv4::field::VER_IHL];
     let v4nib = b20 >> 4 == 4;
@@ -63,7 +64,20 @@ fn version_with(area: &Area, csum_ok: bool) -> HeaderVersion {
     let by_csum = ihl5 & csum_ok;
     let is4 = (not6 & v4nib) | (!not6 & by_csum);
     let is6 = !not6 & !by_csum;
+    (is4, is6)
+}
+
+#[inline]
+fn version_with(area: &Area, csum_ok: bool) -> HeaderVersion {
+    let (is4, is6) = flags_with(area, csum_ok);
     HeaderVersion::from_flags(is4, is6)
+}
+
+/// [`version_libibverbs`] as two flags, `(is IPv4, is IPv6)` (both false
+/// for "neither"), for callers that select on them without a branch.
+#[inline]
+pub(crate) fn flags_libibverbs(area: &Area) -> (bool, bool) {
+    flags_with(area, ipv4::verify_libibverbs(ipv4::header(area)))
 }
 
 /// libibverbs' `get_grh_header_version` (SEMANTICS §2.2), bit-exact on x86-64.
