@@ -21,6 +21,12 @@ enum Command {
     Conform(cmd::conform::Args),
     /// Replay a capture: the AH a UD responder would build for each UD packet.
     Replay(cmd::replay::Args),
+    /// List RDMA devices, ports and GID tables (ibv_devinfo -v + show_gids).
+    Devices(cmd::devices::Args),
+    /// A UD responder: every request's AH from its completion, payload echoed.
+    Serve(cmd::serve::Args),
+    /// The client of `udah serve`: UD requests and round-trip times.
+    Ping(cmd::ping::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,5 +34,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Conform(args) => cmd::conform::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Devices(args) => cmd::devices::run(&args),
+        Command::Serve(args) => cmd::serve::run(&args),
+        Command::Ping(args) => cmd::ping::run(&args),
     }
 }

@@ -392,10 +392,11 @@ pub fn render(name: &str, cap: &Capture, r: &Replay, table_origin: &str) -> Stri
         };
         let _ = writeln!(
             s,
-            "receiver GID table ({table_origin}; port {}, {ll}, {} slots, {} entries):",
+            "receiver GID table ({table_origin}; port {}, {ll}, {} slots, {} {}):",
             t.port_num,
             t.len,
-            t.entries.len()
+            t.entries.len(),
+            if t.entries.len() == 1 { "entry" } else { "entries" }
         );
         for (i, e) in &t.entries {
             let vlan = e.vlan.map(|v| format!(" vlan {v}")).unwrap_or_default();

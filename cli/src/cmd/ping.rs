@@ -1,0 +1,360 @@
+//! `udah ping`: the client side of `udah serve` (like `ibv_ud_pingpong`):
+//! sends numbered UD requests to a QP and reports round-trip times.
+//!
+//! * `--hal ibverbs`: to `--dest GID|LID` and `--qpn` on a real device;
+//! * `--hal mock` (default): against a `udah serve`-style responder on
+//!   hal-mock's in-process fabric (`--dest`/`--qpn` are not needed).
+
+use core::time::Duration;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use udah_core::LinkLayer;
+use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+use udah_core::hal::Hal;
+use udah_core::wire::Gid;
+use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
+use udah_hal_mock::responder::{Mode, Responder};
+
+use super::devices::fail;
+use super::serve::{DEFAULT_QKEY, HalKind, MockLink, VerbsPort, default_gid_index, mock_setup, parse_u32};
+
+/// Arguments of `udah ping`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = HalKind::Mock)]
+    hal: HalKind,
+    /// RDMA device (ibverbs; default: the first).
+    #[arg(long, short = 'd')]
+    device: Option<String>,
+    /// Port.
+    #[arg(long, short = 'p', default_value_t = 1)]
+    port: u8,
+    /// Local GID index (ibverbs; default: the first RoCE v2 entry of the
+    /// destination's address family, else 0).
+    #[arg(long, short = 'g')]
+    gid_index: Option<u32>,
+    /// Destination: a GID (`fe80::…`, `::ffff:10.0.0.1`), an IPv4 address
+    /// (RoCE v2), or a LID (decimal or 0x…) (ibverbs).
+    #[arg(long)]
+    dest: Option<String>,
+    /// Destination LID when `--dest` is a GID on InfiniBand.
+    #[arg(long, value_parser = parse_u32)]
+    dlid: Option<u32>,
+    /// Destination QP number (ibverbs).
+    #[arg(long, value_parser = parse_u32)]
+    qpn: Option<u32>,
+    /// Q_Key.
+    #[arg(long, default_value_t = DEFAULT_QKEY, value_parser = parse_u32)]
+    qkey: u32,
+    /// Requests to send.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    count: u64,
+    /// Payload bytes (at least 8: the sequence number).
+    #[arg(long, short = 's', default_value_t = 64)]
+    size: usize,
+    /// Milliseconds to wait for each reply.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Milliseconds between requests.
+    #[arg(long, default_value_t = 0)]
+    interval_ms: u64,
+    /// Print every round trip.
+    #[arg(long, short = 'v')]
+    verbose: bool,
+    /// Link layer of the simulated fabric (mock).
+    #[arg(long, value_enum, default_value_t = MockLink::Roce)]
+    link: MockLink,
+}
+
+/// Runs `udah ping`.
+pub(crate) fn run(args: &Args) -> ExitCode {
+    match args.hal {
+        HalKind::Mock => ping_mock(args),
+        HalKind::Ibverbs => match ping_ibverbs(args) {
+            Ok(code) => code,
+            Err(PingError::Verbs(e)) => fail(&e),
+            Err(PingError::Usage(m)) => {
+                eprintln!("udah ping: {m}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn payload(seq: u64, size: usize) -> Vec<u8> {
+    let mut p = vec![0u8; size.max(8)];
+    p[..8].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in p.iter_mut().enumerate().skip(8) {
+        *b = i as u8;
+    }
+    p
+}
+
+/// Round-trip times and the summary line.
+#[derive(Debug, Default)]
+struct Rtts {
+    ns: Vec<u64>,
+    lost: u64,
+    wrong: u64,
+}
+
+impl Rtts {
+    fn report(&mut self, sent: u64, el: Duration) -> ExitCode {
+        self.ns.sort_unstable();
+        let pct = |p: usize| self.ns.get((self.ns.len().saturating_sub(1)) * p / 100).copied().unwrap_or(0);
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let avg = if self.ns.is_empty() { 0 } else { self.ns.iter().sum::<u64>() / self.ns.len() as u64 };
+        println!(
+            "{sent} sent, {} received, {} lost, {} wrong; rtt min/avg/p50/p99/max = {:.2}/{:.2}/{:.2}/{:.2}/{:.2} us; {:.3} s",
+            self.ns.len(),
+            self.lost,
+            self.wrong,
+            us(self.ns.first().copied().unwrap_or(0)),
+            us(avg),
+            us(pct(50)),
+            us(pct(99)),
+            us(self.ns.last().copied().unwrap_or(0)),
+            el.as_secs_f64()
+        );
+        if self.ns.len() as u64 == sent && self.wrong == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    }
+}
+
+fn ping_mock(args: &Args) -> ExitCode {
+    let setup = match mock_setup(args.link, 1, args.qkey) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("udah: mock fabric: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut resp = match Responder::new(&setup.fabric, setup.server, args.qkey, Mode::Libibverbs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("udah: responder: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(&(_, qpn, ah)) = setup.clients.first() else {
+        eprintln!("udah: mock fabric has no client");
+        return ExitCode::FAILURE;
+    };
+    println!(
+        "pinging (mock fabric, {:?}) {} QPN {:#x} Q_Key {:#x}: {} request(s) of {} bytes",
+        args.link,
+        setup.server_addr,
+        resp.qpn().0,
+        args.qkey,
+        args.count,
+        args.size.max(8)
+    );
+    let mut rtts = Rtts::default();
+    let start = Instant::now();
+    for seq in 0..args.count {
+        let p = payload(seq, args.size);
+        let t0 = Instant::now();
+        if let Err(e) = setup.fabric.post_send(qpn, ah, resp.qpn(), args.qkey, &p) {
+            eprintln!("udah: send: {e}");
+            return ExitCode::FAILURE;
+        }
+        let (_, failed) = resp.serve_pending();
+        for (_, e) in &failed {
+            eprintln!("udah: responder: {e}");
+        }
+        match setup.fabric.poll(qpn) {
+            Some(r) if r.payload == p => {
+                let ns = t0.elapsed().as_nanos() as u64;
+                if args.verbose {
+                    println!("seq={seq} rtt={:.2} us", ns as f64 / 1000.0);
+                }
+                rtts.ns.push(ns);
+            }
+            Some(_) => rtts.wrong += 1,
+            None => rtts.lost += 1,
+        }
+        if args.interval_ms > 0 {
+            std::thread::sleep(Duration::from_millis(args.interval_ms));
+        }
+    }
+    rtts.report(args.count, start.elapsed())
+}
+
+enum PingError {
+    Verbs(VerbsError),
+    Usage(String),
+}
+
+impl From<VerbsError> for PingError {
+    fn from(e: VerbsError) -> PingError {
+        PingError::Verbs(e)
+    }
+}
+
+/// A `--dest` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    Gid(Gid),
+    Lid(u16),
+}
+
+fn parse_dest(s: &str) -> Result<Dest, String> {
+    if let Ok(a) = s.parse::<core::net::Ipv6Addr>() {
+        return Ok(Dest::Gid(a.into()));
+    }
+    if let Ok(a) = s.parse::<core::net::Ipv4Addr>() {
+        return Ok(Dest::Gid(a.into()));
+    }
+    let lid = parse_u32(s).map_err(|_| format!("--dest {s:?} is neither a GID, an IPv4 address nor a LID"))?;
+    u16::try_from(lid).map(Dest::Lid).map_err(|_| format!("LID {lid} is above 0xffff"))
+}
+
+fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
+    let dest = parse_dest(args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?)
+        .map_err(PingError::Usage)?;
+    let qpn = args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?;
+    let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, 16)?;
+    let port = PortNum::new(args.port).ok_or_else(|| PingError::Usage("port 0".into()))?;
+    let info = vp.hal.port_info(args.port)?;
+    let roce = info.link_layer == LinkLayer::Ethernet;
+    let attr = match dest {
+        Dest::Lid(_) if roce => return Err(PingError::Usage("a RoCE port needs a GID (or IPv4) destination".into())),
+        Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
+        Dest::Gid(g) => {
+            let gids = vp.hal.port_gids(args.port)?;
+            let idx = match args.gid_index {
+                Some(i) => i,
+                None => default_gid_index(&gids, Some(g.is_ipv4_mapped()))
+                    .ok_or_else(|| PingError::Usage("the port has no GID".into()))?,
+            };
+            if !gids.entries.iter().any(|e| e.record.index == idx) {
+                return Err(VerbsError::GidNotFound {
+                    device: vp.hal.device().to_owned(),
+                    port: args.port,
+                    index: idx,
+                }
+                .into());
+            }
+            let dlid = match args.dlid {
+                Some(l) => u16::try_from(l).map_err(|_| PingError::Usage(format!("--dlid {l} is above 0xffff")))?,
+                None if roce => 0,
+                None => return Err(PingError::Usage("on InfiniBand a GID destination also needs --dlid".into())),
+            };
+            AhAttr {
+                port,
+                dlid,
+                sl: Sl::default(),
+                src_path_bits: 0,
+                static_rate: 0,
+                grh: Some(GlobalRoute {
+                    dgid: g,
+                    flow_label: FlowLabel::default(),
+                    sgid_index: u8::try_from(idx).map_err(|_| PingError::Usage(format!("GID index {idx} > 255")))?,
+                    hop_limit: 64,
+                    traffic_class: 0,
+                }),
+            }
+        }
+    };
+    let ah = vp.hal.create_ah(&attr, None)?;
+    let size = args.size.clamp(8, vp.mtu);
+    println!(
+        "pinging {} QPN {qpn:#x} Q_Key {:#x} from {} port {} QPN {:#x}: {} request(s) of {size} bytes",
+        args.dest.as_deref().unwrap_or_default(),
+        args.qkey,
+        vp.hal.device(),
+        args.port,
+        vp.qp.qp_num(),
+        args.count
+    );
+    let to = UdDest { qpn, qkey: args.qkey };
+    let mut rtts = Rtts::default();
+    let start = Instant::now();
+    let mut wcs = Vec::new();
+    let mut posted = false;
+    for seq in 0..args.count {
+        if !posted {
+            vp.post_recv(0, None)?;
+            posted = true;
+        }
+        let p = payload(seq, size);
+        let t0 = Instant::now();
+        vp.send(0, ah, to, &p)?;
+        let deadline = t0 + Duration::from_millis(args.timeout_ms);
+        let (mut sent_done, mut got) = (false, None);
+        while (!sent_done || got.is_none()) && Instant::now() < deadline {
+            wcs.clear();
+            vp.send_cq.poll(&mut wcs)?;
+            for wc in &wcs {
+                if wc.status != WcStatus::Success {
+                    eprintln!("udah: send completion: {}", wc.status);
+                }
+                sent_done = true;
+            }
+            if got.is_none() {
+                wcs.clear();
+                vp.recv_cq.poll(&mut wcs)?;
+                if let Some(wc) = wcs.iter().find(|w| w.opcode == WcOpcode::Recv) {
+                    got = Some((*wc, t0.elapsed()));
+                }
+            }
+        }
+        if got.is_some() {
+            posted = false;
+        }
+        match got {
+            Some((wc, rtt)) if wc.status == WcStatus::Success => {
+                let (_, reply) = vp.read_recv(0, wc.byte_len)?;
+                if reply == p {
+                    if args.verbose {
+                        println!("seq={seq} rtt={:.2} us from QPN {:#x}", rtt.as_secs_f64() * 1e6, wc.src_qp);
+                    }
+                    rtts.ns.push(rtt.as_nanos() as u64);
+                } else {
+                    rtts.wrong += 1;
+                }
+            }
+            Some((wc, _)) => {
+                eprintln!("udah: receive completion: {}", wc.status);
+                rtts.lost += 1;
+            }
+            None => {
+                rtts.lost += 1;
+                if args.verbose {
+                    println!("seq={seq} timed out");
+                }
+                // The receive stays posted; the next request reuses it.
+                continue;
+            }
+        }
+        if args.interval_ms > 0 {
+            std::thread::sleep(Duration::from_millis(args.interval_ms));
+        }
+    }
+    let code = rtts.report(args.count, start.elapsed());
+    vp.hal.destroy_ah(ah)?;
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations() {
+        assert_eq!(parse_dest("fe80::1"), Ok(Dest::Gid("fe80::1".parse::<core::net::Ipv6Addr>().unwrap().into())));
+        assert_eq!(parse_dest("10.0.0.1"), Ok(Dest::Gid(Gid::from_ipv4([10, 0, 0, 1]))));
+        assert_eq!(parse_dest("0x12"), Ok(Dest::Lid(0x12)));
+        assert_eq!(parse_dest("7"), Ok(Dest::Lid(7)));
+        assert!(parse_dest("70000").is_err() && parse_dest("nope").is_err());
+    }
+
+    #[test]
+    fn payload_carries_the_sequence() {
+        let p = payload(0x0102, 3);
+        assert_eq!(p.len(), 8);
+        assert_eq!(p, 0x0102u64.to_be_bytes());
+        assert_eq!(payload(1, 16).len(), 16);
+    }
+}

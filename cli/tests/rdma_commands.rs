@@ -1,0 +1,121 @@
+//! `udah devices`, `udah serve` and `udah ping` as a user runs them: over
+//! hal-mock end to end (bounded), and the clear failures of the ibverbs
+//! backend on a machine without RDMA devices or without libibverbs.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn udah(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_udah")).args(args).output().expect("run udah")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn machine_has_devices() -> bool {
+    std::fs::read_dir("/sys/class/infiniband").map(|d| d.count() > 0).unwrap_or(false)
+}
+
+#[test]
+fn devices_reports_no_devices_clearly() {
+    let o = udah(&["devices"]);
+    let (out, err) = text(&o);
+    if machine_has_devices() {
+        assert!(o.status.success(), "{out}\n{err}");
+        assert!(out.contains("port 1:") && out.contains("INDEX"), "{out}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(3), "exit code for no devices\n{out}\n{err}");
+    assert!(err.contains("udah: no RDMA devices found"), "{err}");
+    if !std::path::Path::new("/sys/class/infiniband").exists() {
+        assert!(err.contains("/sys/class/infiniband is missing") && err.contains("no RDMA support"), "{err}");
+        assert!(err.contains("rdma link add"), "the message says how to get a device: {err}");
+    }
+    assert!(out.is_empty(), "nothing on stdout: {out}");
+}
+
+#[test]
+fn serve_and_ping_over_ibverbs_without_devices() {
+    if machine_has_devices() {
+        return; // covered by the hardware instructions in hardware.md
+    }
+    for args in [
+        &["serve", "--hal", "ibverbs", "--device", "rxe0", "--count", "1"][..],
+        &["ping", "--hal", "ibverbs", "--device", "rxe0", "--dest", "10.0.0.1", "--qpn", "0x11", "--count", "1"][..],
+    ] {
+        let o = udah(args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("no RDMA devices"), "{err}");
+    }
+    let o = udah(&["ping", "--hal", "ibverbs"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--dest is required"));
+}
+
+/// Builds a `libibverbs.so.1` that exports nothing, in a fresh directory.
+fn stub_library_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("udah-cli-stub-ibverbs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("stub.c");
+    std::fs::write(&src, "int udah_stub_libibverbs;\n").unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-Wl,-soname,libibverbs.so.1", "-o"])
+        .arg(dir.join("libibverbs.so.1"))
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+    assert!(status.success());
+    dir
+}
+
+#[test]
+fn devices_without_libibverbs() {
+    let dir = stub_library_dir();
+    let o = Command::new(env!("CARGO_BIN_EXE_udah")).arg("devices").env("LD_LIBRARY_PATH", &dir).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "exit code for a missing libibverbs\n{out}\n{err}");
+    assert!(err.contains("libibverbs is not installed"), "{err}");
+}
+
+#[test]
+fn the_binary_does_not_link_libibverbs() {
+    // rdma-mummy-sys loads libibverbs at run time: no DT_NEEDED entry.
+    let o = Command::new("ldd").arg(env!("CARGO_BIN_EXE_udah")).output();
+    if let Ok(o) = o {
+        let (out, _) = text(&o);
+        assert!(!out.contains("libibverbs"), "{out}");
+    }
+}
+
+#[test]
+fn serve_over_mock_end_to_end() {
+    for extra in [&[][..], &["--stamp"][..], &["--link", "ib"][..], &["--link", "ib", "--peers", "1"][..]] {
+        let mut args = vec!["serve", "--hal", "mock", "--count", "1000"];
+        args.extend_from_slice(extra);
+        let o = udah(&args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+        assert!(out.contains("requests 1000, answered 1000, failed 0, echoes received 1000, wrong 0"), "{out}");
+    }
+    // The default backend is the mock.
+    let o = udah(&["serve", "--count", "10"]);
+    assert!(o.status.success() && text(&o).0.contains("mock fabric"));
+}
+
+#[test]
+fn ping_over_mock_end_to_end() {
+    for link in ["roce", "ib"] {
+        let o = udah(&["ping", "--hal", "mock", "--link", link, "--count", "1000", "--size", "256"]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}\n{err}");
+        assert!(out.contains("1000 sent, 1000 received, 0 lost, 0 wrong"), "{out}");
+        assert!(out.contains("rtt min/avg/p50/p99/max"), "{out}");
+    }
+    let o = udah(&["ping", "--count", "3", "-v"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success() && out.contains("seq=2 rtt="), "{out}");
+}
