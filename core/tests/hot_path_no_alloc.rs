@@ -5,8 +5,9 @@
 //! counting global allocator (counting per thread, so that the test
 //! harness's own threads do not interfere).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::Cell;
+use std::alloc::System;
 
 use udah_core::ah::{IB_WC_GRH, IB_WC_WITH_VLAN, IBV_WC_GRH, IbvWc, KernelWc, kernel, libibverbs};
 use udah_core::wire::{Evidence, Gid, GrhRepr, Ipv4Repr, NetworkType, Stamp, detect};
@@ -45,10 +46,10 @@ fn wc_to_ah_does_not_allocate() {
     let mut roce: GidTable<256> = GidTable::new(1, LinkLayer::Ethernet, 256);
     roce.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
     roce.set(4, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2).with_vlan(100)).unwrap();
-    let v6: Gid = "2001:db8::10".parse::<std::net::Ipv6Addr>().unwrap().into();
+    let v6: Gid = "2001:db8::10".parse::<core::net::Ipv6Addr>().unwrap().into();
     roce.set(5, GidEntry::new(v6, GidType::RoceV2)).unwrap();
     let mut ib: GidTable<64> = GidTable::new(1, LinkLayer::Infiniband, 64);
-    let ib_gid: Gid = "fe80::2:c903:11:2233".parse::<std::net::Ipv6Addr>().unwrap().into();
+    let ib_gid: Gid = "fe80::2:c903:11:2233".parse::<core::net::Ipv6Addr>().unwrap().into();
     ib.set(0, GidEntry::new(ib_gid, GidType::Ib)).unwrap();
 
     let mut ip4 = [0u8; 40];
@@ -64,8 +65,14 @@ fn wc_to_ah_does_not_allocate() {
     let mut stamped = ip4;
     detect::stamp(&mut stamped, &Stamp::DEFAULT);
     let mut ip6 = [0u8; 40];
-    GrhRepr { next_header: 17, hop_limit: 64, sgid: "2001:db8::20".parse::<std::net::Ipv6Addr>().unwrap().into(), dgid: v6, ..GrhRepr::default() }
-        .emit(&mut ip6);
+    GrhRepr {
+        next_header: 17,
+        hop_limit: 64,
+        sgid: "2001:db8::20".parse::<core::net::Ipv6Addr>().unwrap().into(),
+        dgid: v6,
+        ..GrhRepr::default()
+    }
+    .emit(&mut ip6);
     let mut ibgrh = [0u8; 40];
     GrhRepr { next_header: 0x1b, hop_limit: 1, sgid: ib_gid, dgid: ib_gid, ..GrhRepr::default() }.emit(&mut ibgrh);
     let areas = [ip4, stamped, ip6, ibgrh, [0u8; 40], [0xffu8; 40]];

@@ -1,0 +1,507 @@
+//! `udah demo`: the main job. A mock fabric with peers of every family sends
+//! UD requests to a responder that turns each completion into an AH through
+//! udah (profile + GID snapshot + the lock-free AH table) and replies; then
+//! the hot path alone is measured over the completions the simulated NICs
+//! produced.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use serde::Serialize;
+use udah_core::ah::{AhAttr, kernel, libibverbs};
+use udah_core::hal::Hal;
+use udah_core::table::AhTable;
+use udah_core::wire::{Area, Evidence, NetworkType, Stamp};
+use udah_core::{GidTable, LinkLayer};
+use udah_hal_mock::scenario::{Family, Scenario};
+use udah_hal_mock::{Faults, FrontFill, MockHal, MockWc, PortId, Qpn, Quirks};
+
+use udah_cli::alloc_count::thread_allocations;
+
+/// AH-table capacity of the demo's responder.
+const TABLE_SLOTS: usize = 4096;
+/// GID-snapshot capacity.
+const GID_SLOTS: usize = 256;
+
+/// Completions timed together (the timer costs more than one completion).
+const BATCH: usize = 64;
+
+/// The demo's AH table (a `static`: the table is built for it).
+static TABLE: AhTable<MockHal, TABLE_SLOTS> = AhTable::new();
+
+/// Profile of `udah demo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ProfileArg {
+    /// libibverbs `ibv_init_ah_from_wc`.
+    Libibverbs,
+    /// Linux `ib_init_ah_attr_from_wc`.
+    Kernel,
+}
+
+/// How the responder tells the header type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum EvidenceArg {
+    /// The profile's own heuristic.
+    None,
+    /// Receive areas pre-stamped before posting.
+    Stamp,
+    /// mlx5's packet-type bits in `wc.sl` (implies the mlx5 quirk).
+    Mlx5,
+}
+
+/// NIC behaviour on the simulated fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum QuirksArg {
+    /// Reused buffers (undefined IPv4 bytes are the previous area's), the
+    /// kernel reports the network type.
+    Realistic,
+    /// Fresh, zeroed buffers.
+    Zero,
+    /// Random undefined bytes.
+    Random,
+    /// irdma: zero IPv4 checksum, route hop limit 64, network type reported.
+    Irdma,
+    /// mlx5: packet type in `wc.sl`.
+    Mlx5,
+}
+
+/// Arguments of `udah demo`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Number of peers.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) peers: usize,
+    /// Completions to resolve on the measured hot path.
+    #[arg(long, default_value_t = 4_000_000)]
+    pub(crate) messages: u64,
+    /// Fabric families, comma separated (ib, ib-grh, rocev1, rocev2-ipv4, rocev2-ipv6, rocev2-vlan).
+    #[arg(long, value_delimiter = ',', default_value = "ib,ib-grh,rocev1,rocev2-ipv4,rocev2-ipv6,rocev2-vlan")]
+    pub(crate) mix: Vec<Family>,
+    /// Attribute profile.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Libibverbs)]
+    pub(crate) profile: ProfileArg,
+    /// Header-type evidence.
+    #[arg(long, value_enum, default_value_t = EvidenceArg::None)]
+    pub(crate) evidence: EvidenceArg,
+    /// NIC quirks.
+    #[arg(long, value_enum, default_value_t = QuirksArg::Realistic)]
+    pub(crate) quirks: QuirksArg,
+    /// Worker threads on the hot path (sharing one AH table).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// Simulated AH create latency, microseconds (a RoCE create takes tens).
+    #[arg(long, default_value_t = 20)]
+    pub(crate) create_latency_us: u64,
+    /// Requests each peer sends in the end-to-end phase; the hot path
+    /// replays that many completions per peer too.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) rounds: usize,
+    /// Seed of the fabric's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub(crate) no_progress: bool,
+}
+
+/// The summary `udah demo` prints.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Summary {
+    /// Profile used.
+    pub(crate) profile: ProfileArg,
+    /// Evidence used.
+    pub(crate) evidence: EvidenceArg,
+    /// Quirks simulated.
+    pub(crate) quirks: QuirksArg,
+    /// Peers.
+    pub(crate) peers: usize,
+    /// Families.
+    pub(crate) families: Vec<String>,
+    /// Hot-path threads.
+    pub(crate) threads: usize,
+    /// End-to-end: requests sent.
+    pub e2e_requests: usize,
+    /// End-to-end: requests answered (an AH was built and a reply posted).
+    pub e2e_answered: usize,
+    /// End-to-end: replies that reached the requesting QP.
+    pub e2e_replies: usize,
+    /// End-to-end: replies that reached another QP (must be 0).
+    pub e2e_misdelivered: usize,
+    /// End-to-end: requests the profile refused, by reason.
+    pub e2e_refused: Vec<(String, usize)>,
+    /// End-to-end: replies the fabric dropped (VLAN mismatch, stale MAC).
+    pub e2e_dropped: u64,
+    /// Distinct completions in the hot-path corpus.
+    pub(crate) corpus: usize,
+    /// Completions resolved on the measured hot path.
+    pub(crate) messages: u64,
+    /// Of which refused by the profile.
+    pub(crate) refused: u64,
+    /// Wall time of the measured hot path, seconds.
+    pub(crate) seconds: f64,
+    /// Completions per second, all threads.
+    pub(crate) completions_per_sec: f64,
+    /// Median ns per completion (over batches of 64).
+    pub ns_p50: f64,
+    /// 99th percentile ns per completion (over batches of 64).
+    pub ns_p99: f64,
+    /// AH-table look-ups answered without a lock.
+    pub(crate) hits: u64,
+    /// AH-table misses.
+    pub(crate) misses: u64,
+    /// Backend AHs created.
+    pub(crate) creates: u64,
+    /// Entries evicted.
+    pub(crate) evictions: u64,
+    /// Backend AHs alive at the end.
+    pub(crate) live_ahs: u64,
+    /// Time the backend spent creating AHs, milliseconds.
+    pub(crate) backend_create_ms: f64,
+    /// Heap allocations on the measured hot path (must be 0).
+    pub(crate) hot_path_allocations: u64,
+}
+
+/// A completion as the responder got it.
+#[derive(Debug, Clone, Copy)]
+struct Completion {
+    port: PortId,
+    wc: MockWc,
+    area: Area,
+}
+
+/// What the responder needs per port.
+struct Responder<'a> {
+    hal: &'a MockHal,
+    ib: &'a GidTable<GID_SLOTS>,
+    roce: &'a GidTable<GID_SLOTS>,
+    profile: ProfileArg,
+    evidence: EvidenceArg,
+}
+
+/// Why a completion got no AH (typed: nothing is formatted on the hot path).
+#[derive(Debug)]
+enum Refusal {
+    Resolve(udah_core::table::ResolveError<udah_hal_mock::MockError>),
+    Libibverbs(udah_core::IbvError),
+    Kernel(udah_core::KernelError),
+    Attr(udah_core::ah::AttrError),
+    Table(udah_core::table::TableError<udah_hal_mock::MockError>),
+}
+
+impl Refusal {
+    fn reason(&self) -> String {
+        match self {
+            Refusal::Resolve(udah_core::table::ResolveError::Attr(f)) => format!("libibverbs: {}", f.error),
+            Refusal::Resolve(e) => format!("{e:?}"),
+            Refusal::Libibverbs(e) => format!("libibverbs: {e}"),
+            Refusal::Kernel(e) => format!("kernel: {e}"),
+            Refusal::Attr(e) => format!("attribute: {e}"),
+            Refusal::Table(e) => format!("AH table: {e:?}"),
+        }
+    }
+}
+
+impl Responder<'_> {
+    /// The hot path: completion → AH handle (attribute, GID look-up, AH-table probe).
+    #[inline]
+    fn resolve(&self, c: &Completion) -> Result<udah_core::table::AhHandle<udah_hal_mock::MockAh>, Refusal> {
+        let gids = if c.port.port == 1 { self.ib } else { self.roce };
+        let port = c.port.port;
+        let attr: AhAttr = match (self.profile, self.evidence) {
+            (ProfileArg::Libibverbs, EvidenceArg::None) => {
+                return TABLE.resolve(self.hal, gids, port, &c.wc.ibv(), &c.area).map_err(Refusal::Resolve);
+            }
+            (ProfileArg::Libibverbs, ev) => {
+                let mut wc = c.wc.ibv();
+                let evidence = match ev {
+                    EvidenceArg::Stamp => Evidence::Stamped(Stamp::DEFAULT),
+                    _ if gids.link_layer() == LinkLayer::Ethernet => {
+                        let t = NetworkType::from_mlx5_sl(wc.sl);
+                        wc.sl = 0; // mlx5 reports the packet type there, not an SL
+                        t.map_or(Evidence::None, Evidence::NetworkType)
+                    }
+                    _ => Evidence::None,
+                };
+                let a = libibverbs::init_ah_from_wc_with(gids, port, &wc, Some(&c.area), evidence)
+                    .map_err(|f| Refusal::Libibverbs(f.error))?;
+                AhAttr::try_from(&a).map_err(Refusal::Attr)?
+            }
+            (ProfileArg::Kernel, ev) => {
+                let evidence = match ev {
+                    EvidenceArg::Stamp => Evidence::Stamped(Stamp::DEFAULT),
+                    _ => Evidence::None,
+                };
+                let a = kernel::init_ah_attr_from_wc_with(gids, &c.wc.kernel(), Some(&c.area), evidence)
+                    .map_err(|f| Refusal::Kernel(f.error))?;
+                // The route hop limit is the backend's to resolve; the mock's is 64.
+                a.to_ah_attr(64).map_err(Refusal::Attr)?
+            }
+        };
+        TABLE.get_or_create(self.hal, &attr).map_err(Refusal::Table)
+    }
+}
+
+fn quirks_of(q: QuirksArg, evidence: EvidenceArg) -> Quirks {
+    let mut quirks = match q {
+        QuirksArg::Realistic => Quirks { front_fill: FrontFill::Stale, report_network_type: true, ..Quirks::default() },
+        QuirksArg::Zero => Quirks::default(),
+        QuirksArg::Random => Quirks { front_fill: FrontFill::Random, ..Quirks::default() },
+        QuirksArg::Irdma => Quirks {
+            front_fill: FrontFill::Stale,
+            irdma_zero_ipv4_checksum: true,
+            report_network_type: true,
+            route_hop_limit: Some(64),
+            ..Quirks::default()
+        },
+        QuirksArg::Mlx5 => Quirks { front_fill: FrontFill::Stale, mlx5_sl_packet_type: true, ..Quirks::default() },
+    };
+    if evidence == EvidenceArg::Mlx5 {
+        quirks.mlx5_sl_packet_type = true;
+    }
+    quirks
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs the demo.
+pub(crate) fn run(args: &Args) -> ExitCode {
+    match demo(args) {
+        Ok(s) => {
+            if args.json {
+                match serde_json::to_string_pretty(&s) {
+                    Ok(j) => println!("{j}"),
+                    Err(e) => {
+                        eprintln!("udah demo: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                print_summary(&s);
+            }
+            if s.e2e_misdelivered > 0 || s.hot_path_allocations > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => {
+            eprintln!("udah demo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn demo(args: &Args) -> Result<Summary, String> {
+    if args.peers == 0 || args.threads == 0 || args.rounds == 0 {
+        return Err("--peers, --threads and --rounds must be at least 1".into());
+    }
+    if args.peers > TABLE_SLOTS / 4 {
+        return Err(format!("--peers at most {} (AH-table capacity {TABLE_SLOTS})", TABLE_SLOTS / 4));
+    }
+    let quirks = quirks_of(args.quirks, args.evidence);
+    let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
+    let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(|e| e.to_string())?;
+    let hal = MockHal::new(&sc.fabric, sc.ib_port.device);
+    let mut ib: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(1, LinkLayer::Infiniband, 0));
+    let mut roce: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(2, LinkLayer::Ethernet, 0));
+    hal.snapshot_gids(sc.ib_port.port, &mut ib).map_err(|e| e.to_string())?;
+    hal.snapshot_gids(sc.roce_port.port, &mut roce).map_err(|e| e.to_string())?;
+    let ib_qp = sc.fabric.create_qp(sc.ib_port, sc.qkey).ok_or("no responder IB port")?;
+    let roce_qp = sc.fabric.create_qp(sc.roce_port, sc.qkey).ok_or("no responder RoCE port")?;
+    if args.evidence == EvidenceArg::Stamp {
+        sc.fabric.set_receive_stamp(ib_qp, Some(Stamp::DEFAULT));
+        sc.fabric.set_receive_stamp(roce_qp, Some(Stamp::DEFAULT));
+    }
+    let resp = Responder { hal: &hal, ib: &ib, roce: &roce, profile: args.profile, evidence: args.evidence };
+
+    // Phase 1: end to end through the fabric.
+    let sent = sc.send_requests(ib_qp, roce_qp, args.rounds);
+    let mut corpus = Vec::with_capacity(sent);
+    let mut answered = 0usize;
+    let mut refused: std::collections::BTreeMap<String, usize> = Default::default();
+    for (qp, port) in [(ib_qp, sc.ib_port), (roce_qp, sc.roce_port)] {
+        while let Some(m) = sc.fabric.poll(qp) {
+            let c = Completion { port, wc: m.wc, area: m.area };
+            corpus.push(c);
+            match resp.resolve(&c) {
+                Ok(h) => {
+                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
+                        answered += 1;
+                    }
+                    TABLE.release(&hal, h).map_err(|e| format!("release: {e:?}"))?;
+                }
+                Err(r) => *refused.entry(r.reason()).or_default() += 1,
+            }
+        }
+    }
+    let (replies, misdelivered) = sc.collect_replies();
+    let fc = sc.fabric.counters();
+    let e2e_dropped = fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid;
+
+    // Phase 2: the hot path alone, over the completions the NICs produced,
+    // with a warm table, in a shuffled order.
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    let mut rng = args.seed | 1;
+    for i in (1..order.len()).rev() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        order.swap(i, (rng % (i as u64 + 1)) as usize);
+    }
+    let corpus: Vec<Completion> = order.iter().map(|&i| corpus[i]).collect();
+    if corpus.is_empty() {
+        return Err("no completions were delivered".into());
+    }
+    for c in &corpus {
+        if let Ok(h) = resp.resolve(c) {
+            let _ = TABLE.release(&hal, h);
+        }
+    }
+    let progress = AtomicU64::new(0);
+    let per_thread = args.messages.div_ceil(args.threads as u64);
+    let show = !args.no_progress && !args.json && args.messages >= 2_000_000;
+    let started = Instant::now();
+    let results: Vec<(Vec<f64>, u64, u64)> = std::thread::scope(|s| {
+        let monitor = show.then(|| {
+            let progress = &progress;
+            s.spawn(move || {
+                let pb = indicatif::ProgressBar::new(per_thread * args.threads as u64);
+                pb.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} completions ({per_sec})")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                loop {
+                    let p = progress.load(Ordering::Relaxed);
+                    pb.set_position(p);
+                    if p >= per_thread * args.threads as u64 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                pb.finish_and_clear();
+            })
+        });
+        let workers: Vec<_> = (0..args.threads)
+            .map(|t| {
+                let (resp, corpus, progress, hal) = (&resp, &corpus, &progress, &hal);
+                s.spawn(move || {
+                    let batches = (per_thread as usize).div_ceil(BATCH);
+                    let mut ns = Vec::with_capacity(batches);
+                    let mut refused = 0u64;
+                    let mut i = (t * corpus.len()) / args.threads;
+                    let before = thread_allocations();
+                    let mut done = 0u64;
+                    while done < per_thread {
+                        let n = (per_thread - done).min(BATCH as u64);
+                        let t0 = Instant::now();
+                        for _ in 0..n {
+                            match resp.resolve(&corpus[i]) {
+                                Ok(h) => {
+                                    std::hint::black_box(h.ah());
+                                    let _ = TABLE.release(hal, h);
+                                }
+                                Err(_) => refused += 1,
+                            }
+                            i += 1;
+                            if i == corpus.len() {
+                                i = 0;
+                            }
+                        }
+                        ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
+                        done += n;
+                        progress.fetch_add(n, Ordering::Relaxed);
+                    }
+                    let allocs = thread_allocations() - before;
+                    (ns, refused, allocs)
+                })
+            })
+            .collect();
+        let r = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+        if let Some(m) = monitor {
+            let _ = m.join();
+        }
+        r
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let mut ns: Vec<f64> = results.iter().flat_map(|r| r.0.iter().copied()).collect();
+    ns.sort_by(f64::total_cmp);
+    let messages = per_thread * args.threads as u64;
+    let st = TABLE.stats();
+    let mut e2e_refused: Vec<(String, usize)> = refused.into_iter().collect();
+    e2e_refused.sort_by(|a, b| b.1.cmp(&a.1));
+    Ok(Summary {
+        profile: args.profile,
+        evidence: args.evidence,
+        quirks: args.quirks,
+        peers: args.peers,
+        families: args.mix.iter().map(|f| f.name().to_string()).collect(),
+        threads: args.threads,
+        e2e_requests: sent,
+        e2e_answered: answered,
+        e2e_replies: replies,
+        e2e_misdelivered: misdelivered,
+        e2e_refused,
+        e2e_dropped,
+        corpus: corpus.len(),
+        messages,
+        refused: results.iter().map(|r| r.1).sum(),
+        seconds,
+        completions_per_sec: messages as f64 / seconds,
+        ns_p50: percentile(&ns, 0.50),
+        ns_p99: percentile(&ns, 0.99),
+        hits: st.hits,
+        misses: st.misses,
+        creates: st.creates,
+        evictions: st.evictions,
+        live_ahs: st.live,
+        backend_create_ms: sc.fabric.counters().ah_create_ns as f64 / 1e6,
+        hot_path_allocations: results.iter().map(|r| r.2).sum(),
+    })
+}
+
+fn print_summary(s: &Summary) {
+    let mut o = std::io::stdout().lock();
+    let rows: Vec<(&str, String)> = vec![
+        ("profile / evidence / quirks", format!("{:?} / {:?} / {:?}", s.profile, s.evidence, s.quirks)),
+        ("peers / families", format!("{} / {}", s.peers, s.families.join(","))),
+        ("end to end: requests", s.e2e_requests.to_string()),
+        ("end to end: answered", s.e2e_answered.to_string()),
+        ("end to end: replies at the sender's QP", s.e2e_replies.to_string()),
+        ("end to end: replies at a wrong QP", s.e2e_misdelivered.to_string()),
+        ("end to end: replies dropped by the fabric", s.e2e_dropped.to_string()),
+        (
+            "end to end: refused",
+            if s.e2e_refused.is_empty() {
+                "0".into()
+            } else {
+                s.e2e_refused.iter().map(|(r, n)| format!("{n} × {r}")).collect::<Vec<_>>().join("; ")
+            },
+        ),
+        ("hot path: distinct completions", s.corpus.to_string()),
+        ("hot path: completions resolved", format!("{} ({} refused)", s.messages, s.refused)),
+        ("hot path: threads", s.threads.to_string()),
+        ("hot path: completions / s", format!("{:.2} M", s.completions_per_sec / 1e6)),
+        ("hot path: ns / completion p50", format!("{:.1}", s.ns_p50)),
+        ("hot path: ns / completion p99", format!("{:.1}", s.ns_p99)),
+        ("AH table: hits / misses", format!("{} / {}", s.hits, s.misses)),
+        ("AH table: creates / evictions / live", format!("{} / {} / {}", s.creates, s.evictions, s.live_ahs)),
+        ("backend create time", format!("{:.2} ms", s.backend_create_ms)),
+        ("heap allocations on the hot path", s.hot_path_allocations.to_string()),
+    ];
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let _ = writeln!(o, "udah demo — completion → address handle on the mock fabric");
+    for (k, v) in rows {
+        let _ = writeln!(o, "  {k:<w$}  {v}");
+    }
+}
