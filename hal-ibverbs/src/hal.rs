@@ -139,7 +139,9 @@ pub struct HalStats {
 ///   reads `ibv_get_async_event`; on a GID change or a port, LID or SM event
 ///   it rebuilds the port's snapshot and bumps its generation, so a consumer
 ///   that compares [`Hal::gid_generation`] with its table's re-snapshots and
-///   the AH table retires AHs built against the old one;
+///   the AH table retires AHs built against the old one. Without the
+///   listener the snapshot is read once and kept until
+///   [`refresh`](IbverbsHal::refresh);
 /// * AHs live in the backend, keyed by [`VerbsAh`] tokens; those still alive
 ///   when the backend is dropped are destroyed then.
 #[derive(Debug)]

@@ -67,8 +67,8 @@ pub(crate) struct Args {
     #[arg(long, short = 'p', default_value_t = 1)]
     port: u8,
     /// GID index to advertise to clients (ibverbs; default: the first RoCE v2
-    /// entry on Ethernet, 0 on InfiniBand). Replies use the index the core
-    /// finds for each request.
+    /// IPv4 entry, else the first RoCE v2 entry, else the first entry).
+    /// Replies use the index the core finds for each request.
     #[arg(long, short = 'g')]
     gid_index: Option<u32>,
     /// Q_Key.
@@ -487,7 +487,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             }
             Some(i)
         }
-        None => default_gid_index(&gids, None),
+        None => default_gid_index(&gids, Some(true)),
     };
     let gid = idx.and_then(|i| gids.entries.iter().find(|g| g.record.index == i)).map(|g| g.record.gid);
     println!(
