@@ -35,7 +35,10 @@
 //! ## Contract
 //!
 //! No function of this crate panics on any input, allocates, or blocks. Bad
-//! input gives a typed error. The crate is `#![no_std]` and has no `alloc`
+//! input gives a typed error. (The one exception to "blocks" is the AH
+//! table's slow path: a miss calls the backend's `create_ah`, and
+//! [`table::AhTable::get_or_create`] waits for another thread's create of the
+//! same AH; its hits never block.) The crate is `#![no_std]` and has no `alloc`
 //! dependency and no `std` feature, so the compiler proves that it cannot
 //! allocate.
 //!
