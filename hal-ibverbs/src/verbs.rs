@@ -1041,6 +1041,30 @@ mod tests {
     }
 
     #[test]
+    fn work_completion_from_c_keeps_unknown_values() {
+        // SAFETY: `ibv_wc` is integers and a union of integers; all-zero is
+        // a valid value.
+        let mut w: ibv_wc = unsafe { core::mem::zeroed() };
+        w.wr_id = 9;
+        w.status = 77;
+        w.opcode = 200;
+        w.byte_len = 104;
+        w.src_qp = 0x12;
+        w.wc_flags = 1;
+        w.slid = 5;
+        w.sl = 3;
+        let c = WorkCompletion::from(&w);
+        assert_eq!((c.status, c.opcode), (WcStatus::Unknown(77), WcOpcode::Unknown(200)));
+        assert_eq!((c.wr_id, c.byte_len, c.src_qp, c.slid, c.sl), (9, 104, 0x12, 5, 3));
+        let ibv = c.ibv();
+        assert_eq!((ibv.wc_flags, ibv.src_qp, ibv.slid, ibv.sl), (1, 0x12, 5, 3));
+        w.status = 0;
+        w.opcode = 128;
+        let ok = WorkCompletion::from(&w);
+        assert_eq!((ok.status, ok.opcode), (WcStatus::Success, WcOpcode::Recv));
+    }
+
+    #[test]
     fn gid_record_from_c() {
         let e =
             ibv_gid_entry { gid: ibv_gid { raw: [0xab; 16] }, gid_index: 7, port_num: 1, gid_type: 9, ndev_ifindex: 3 };
