@@ -114,6 +114,20 @@
 //! the one thread that moved an incarnation's word to `BUSY`, and a release
 //! never takes a refcount below zero.
 //!
+//! # Verification
+//!
+//! * loom, four models over the real code (atomics via `crate::sync`):
+//!   `RUSTFLAGS="--cfg loom -C debug-assertions=on" LOOM_MAX_PREEMPTIONS=2
+//!   cargo test -p udah-core --release --test loom_table`;
+//! * Miri over the unit tests: `MIRIFLAGS="-Zmiri-strict-provenance"
+//!   cargo +nightly miri test -p udah-core --lib table`;
+//! * a model-based property test against a `HashMap` model
+//!   (`tests/table_model.rs`, invariants listed there), a 2 × 1,000,000-op
+//!   stress test (`tests/table_stress.rs`, `UDAH_TABLE_STRESS_OPS`), and a
+//!   counting-allocator test of the hit path (`tests/no_alloc.rs`);
+//! * `benches/benches/ah_table.rs`: criterion against `Mutex<HashMap>` and
+//!   `RwLock<HashMap>`, and a callgrind instruction gate.
+//!
 //! # Example
 //!
 //! ```
@@ -1107,12 +1121,39 @@ where
         completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
     ) -> usize {
+        self.batch(hal, gids, port, completions, out, true)
+    }
+
+    /// [`resolve_batch`](Self::resolve_batch) with [`try_resolve`](Self::try_resolve):
+    /// a completion whose AH another thread is creating gives
+    /// [`TableError::Pending`] instead of waiting.
+    pub fn try_resolve_batch<'a, const M: usize, const B: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+    ) -> usize {
+        self.batch(hal, gids, port, completions, out, false)
+    }
+
+    #[inline(always)]
+    fn batch<'a, const M: usize, const B: usize>(
+        &self,
+        hal: &H,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+        block: bool,
+    ) -> usize {
         let mut n = 0usize;
         for (wc, area) in completions {
             if out.is_full() {
                 break;
             }
-            out.push(self.resolve_with(hal, gids, port, wc, area, true));
+            out.push(self.resolve_with(hal, gids, port, wc, area, block));
             n = n.wrapping_add(1);
         }
         n

@@ -306,6 +306,12 @@ fn resolve_and_batch() {
     t.release(&hal, a).unwrap();
     t.release(&hal, b).unwrap();
     assert_eq!(t.try_resolve(&hal, &gids, 1, &wc, &area).map(|h| t.release(&hal, h)), Ok(Ok(())));
+    let mut out: ArrayVec<_, 8> = ArrayVec::new();
+    assert_eq!(t.try_resolve_batch(&hal, &gids, 1, [(&wc, &area); 2], &mut out), 2);
+    for r in out {
+        t.release(&hal, r.unwrap()).unwrap();
+    }
+    assert_eq!(hal.live(), 1);
 }
 
 #[test]
