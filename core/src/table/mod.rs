@@ -172,8 +172,8 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
 use self::slot::{
-    BUSY, CREATING, ColdSlot, FREE, HotSlot, LIVE, REF_MAX, RETIRED, USED, generation, next_generation, pack, refs,
-    state, with_state,
+    BUSY, CREATING, ColdSlot, FREE, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED, STATE_MASK, USED, generation,
+    next_generation, pack, refs, state, with_state,
 };
 use crate::ah::{AhAttr, AttrError, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
@@ -560,14 +560,40 @@ impl<H, const N: usize> AhTable<H, N> {
         for i in 0..Self::WINDOW {
             let idx = home.wrapping_add(i) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
-            let m = slot.meta.load(Ordering::Acquire);
-            match state(m) {
-                LIVE => match self.acquire_at(idx, key, m, Some(MAX_READ_RETRIES)) {
-                    Probe::Miss => {}
-                    found => return found,
-                },
-                CREATING if Self::key_matches(slot, key) => return Probe::Pending(idx, m),
-                _ => {}
+            let mut m = slot.meta.load(Ordering::Acquire);
+            let mut tries = 0u32;
+            loop {
+                if m & STATE_MASK != LIVE_BITS {
+                    if state(m) == CREATING && Self::key_matches(slot, key) {
+                        return Probe::Pending(idx, m);
+                    }
+                    break;
+                }
+                if !Self::key_matches(slot, key) {
+                    break;
+                }
+                let token = slot.ah.load(Ordering::Relaxed);
+                fence(Ordering::Acquire);
+                let next = m.wrapping_add(1);
+                if next & REF_MAX == 0 {
+                    return Probe::Overflow;
+                }
+                // `Acquire` on failure too: the retry reads the key and token
+                // again on the strength of `cur` (loom found the `Relaxed`
+                // version returning a stale token).
+                match slot.meta.compare_exchange(m, next | USED, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        bump(&slot.hits);
+                        return Probe::Hit(idx as u32, generation(m), token);
+                    }
+                    Err(cur) => {
+                        tries = tries.wrapping_add(1);
+                        if tries >= MAX_READ_RETRIES {
+                            return Probe::Miss;
+                        }
+                        m = cur;
+                    }
+                }
             }
         }
         Probe::Miss
@@ -767,7 +793,7 @@ where
         match self.probe(key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(TableError::RefcountOverflow),
-            p => self.lookup_slow(hal, key, attr, block, p),
+            p => self.lookup_slow(hal, attr, block, p),
         }
     }
 
@@ -775,12 +801,13 @@ where
     fn lookup_slow(
         &self,
         hal: &H,
-        key: &Key,
         attr: &AhAttr,
         block: bool,
         first: Probe,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         bump(&self.counters.misses);
+        // Recomputed here so that the fast path keeps the key in registers.
+        let key = &Key::new(attr);
         if let Probe::Pending(idx, m) = first {
             bump(&self.counters.pending);
             if !block {
@@ -1090,7 +1117,7 @@ where
         match self.probe(&key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
-            p => self.resolve_slow(hal, &c, Some((key, p)), block),
+            p => self.resolve_slow(hal, &c, Some(p), block),
         }
     }
 
@@ -1099,12 +1126,12 @@ where
         &self,
         hal: &H,
         c: &IbvAhAttr,
-        probed: Option<(Key, Probe)>,
+        probed: Option<Probe>,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
         let attr = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr)?;
         let r = match probed {
-            Some((key, p)) => self.lookup_slow(hal, &key, &attr, block, p),
+            Some(p) => self.lookup_slow(hal, &attr, block, p),
             None => self.lookup(hal, &Key::new(&attr), &attr, block),
         };
         r.map_err(ResolveError::Table)

@@ -30,7 +30,8 @@ pub(crate) const REF_BITS: u32 = 20;
 /// The largest refcount.
 pub(crate) const REF_MAX: u64 = (1 << REF_BITS) - 1;
 const STATE_SHIFT: u32 = REF_BITS;
-const STATE_MASK: u64 = 0b111 << STATE_SHIFT;
+/// The state bits.
+pub(crate) const STATE_MASK: u64 = 0b111 << STATE_SHIFT;
 /// CLOCK reference bit.
 pub(crate) const USED: u64 = 1 << 23;
 const GEN_SHIFT: u32 = 24;
@@ -42,6 +43,8 @@ pub(crate) const BUSY: u64 = 1;
 pub(crate) const CREATING: u64 = 2;
 pub(crate) const LIVE: u64 = 3;
 pub(crate) const RETIRED: u64 = 4;
+/// `LIVE` in place in the word.
+pub(crate) const LIVE_BITS: u64 = LIVE << STATE_SHIFT;
 
 /// The refcount of `m`.
 #[inline]
