@@ -1,5 +1,6 @@
 //! Library part of the `udah` command: the test-vector model and runner
 //! ([`vectors`]) that `udah conform` and the conformance tests share.
 
-pub mod vectors;
+pub mod alloc_count;
 pub mod capture;
+pub mod vectors;

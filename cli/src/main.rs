@@ -6,6 +6,10 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 
+/// Counts heap allocations per thread, so that `udah demo` can show its hot path makes none.
+#[global_allocator]
+static ALLOCATOR: udah_cli::alloc_count::Counting = udah_cli::alloc_count::Counting;
+
 /// udah: address handles from RDMA UD work completions.
 #[derive(Debug, Parser)]
 #[command(name = "udah", version, about)]
@@ -17,6 +21,8 @@ struct Cli {
 /// The subcommands, one module of `cmd` each.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The main job: peers on a mock fabric, a responder building every AH through udah, and the hot path measured.
+    Demo(cmd::demo::Args),
     /// Run test vectors through the core and compare every field.
     Conform(cmd::conform::Args),
     /// Replay a capture: the AH a UD responder would build for each UD packet.
@@ -32,6 +38,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo(args) => cmd::demo::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Devices(args) => cmd::devices::run(&args),

@@ -28,6 +28,15 @@ pub struct Qpn(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MockAh(pub u64);
 
+impl udah_core::hal::AhToken for MockAh {
+    fn into_token(self) -> u64 {
+        self.0
+    }
+    fn from_token(token: u64) -> MockAh {
+        MockAh(token)
+    }
+}
+
 /// What the 20 undefined bytes in front of a RoCE v2 IPv4 header hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FrontFill {

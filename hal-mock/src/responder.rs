@@ -2,14 +2,13 @@
 //! an AH through the core and replies to the sender. Used by the end-to-end
 //! tests and by `udah demo`.
 
-use std::collections::HashMap;
-
 use udah_core::GidTable;
 use udah_core::ah::{AhAttr, AttrError, kernel, libibverbs};
 use udah_core::hal::Hal;
+use udah_core::table::{AhTable, TableError, TableStats};
 use udah_core::wire::{Evidence, NetworkType, Stamp};
 
-use crate::fabric::{Fabric, MockAh, PortId, Qpn, Received, SendError};
+use crate::fabric::{Fabric, PortId, Qpn, Received, SendError};
 use crate::hal::{MockError, MockHal};
 
 /// Which profile the responder builds attributes with, and from what evidence.
@@ -36,7 +35,9 @@ pub enum ReplyError {
     Kernel(udah_core::KernelError),
     /// The attribute is not valid for an AH.
     Attr(AttrError),
-    /// The backend refused the AH.
+    /// The AH table (or the backend behind it) refused the AH.
+    Table(TableError<MockError>),
+    /// The backend failed outside the table (GID snapshot).
     Backend(MockError),
     /// The fabric refused the send.
     Send(SendError),
@@ -48,6 +49,7 @@ impl core::fmt::Display for ReplyError {
             ReplyError::Libibverbs(e) => write!(f, "libibverbs profile: {e}"),
             ReplyError::Kernel(e) => write!(f, "kernel profile: {e}"),
             ReplyError::Attr(e) => write!(f, "attribute: {e}"),
+            ReplyError::Table(e) => write!(f, "AH table: {e:?}"),
             ReplyError::Backend(e) => write!(f, "backend: {e}"),
             ReplyError::Send(e) => write!(f, "send: {e}"),
         }
@@ -56,7 +58,12 @@ impl core::fmt::Display for ReplyError {
 
 impl core::error::Error for ReplyError {}
 
-/// A UD responder on one port of the mock fabric.
+/// AH-table capacity of a [`Responder`].
+pub const RESPONDER_AH_SLOTS: usize = 1024;
+
+/// A UD responder on one port of the mock fabric: GID snapshot, profile, and
+/// the core's lock-free [`AhTable`] (identical attributes share one AH; a GID
+/// change retires the AHs built on the changed entries).
 #[derive(Debug)]
 pub struct Responder {
     hal: MockHal,
@@ -65,7 +72,7 @@ pub struct Responder {
     qkey: u32,
     mode: Mode,
     table: Box<GidTable<1024>>,
-    ahs: HashMap<AhAttr, MockAh>,
+    ahs: Box<AhTable<MockHal, RESPONDER_AH_SLOTS>>,
 }
 
 impl Responder {
@@ -83,7 +90,7 @@ impl Responder {
         }
         let mut table = Box::new(GidTable::new(port.port, udah_core::LinkLayer::Infiniband, 0));
         hal.snapshot_gids(port.port, &mut table)?;
-        Ok(Responder { hal, port, qpn, qkey, mode, table, ahs: HashMap::new() })
+        Ok(Responder { hal, port, qpn, qkey, mode, table, ahs: Box::new(AhTable::new()) })
     }
 
     /// The responder's QP.
@@ -93,13 +100,21 @@ impl Responder {
 
     /// AHs created so far.
     pub fn ahs_created(&self) -> usize {
-        self.ahs.len()
+        self.ahs.stats().creates as usize
+    }
+
+    /// The AH table's statistics.
+    pub fn stats(&self) -> TableStats {
+        self.ahs.stats()
     }
 
     /// The attribute the responder would reply with.
     pub fn reply_attr(&mut self, msg: &Received) -> Result<AhAttr, ReplyError> {
         if self.table.generation() != self.hal.gid_generation(self.port.port) {
-            self.hal.snapshot_gids(self.port.port, &mut self.table).map_err(ReplyError::Backend)?;
+            let mut fresh = Box::new(GidTable::new(self.port.port, self.table.link_layer(), 0));
+            self.hal.snapshot_gids(self.port.port, &mut fresh).map_err(ReplyError::Backend)?;
+            self.ahs.retire_gid_change(&self.hal, &self.table, &fresh);
+            self.table = fresh;
         }
         let port = self.port.port;
         match self.mode {
@@ -134,15 +149,11 @@ impl Responder {
     /// carrying `payload` to the sender's QP.
     pub fn reply(&mut self, msg: &Received, payload: &[u8]) -> Result<AhAttr, ReplyError> {
         let attr = self.reply_attr(msg)?;
-        let ah = match self.ahs.get(&attr) {
-            Some(ah) => *ah,
-            None => {
-                let ah = self.hal.create_ah(&attr, None).map_err(ReplyError::Backend)?;
-                self.ahs.insert(attr, ah);
-                ah
-            }
-        };
-        self.hal.fabric().post_send(self.qpn, ah, Qpn(msg.wc.src_qp), self.qkey, payload).map_err(ReplyError::Send)?;
+        let handle = self.ahs.get_or_create(&self.hal, &attr).map_err(ReplyError::Table)?;
+        let sent = self.hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.src_qp), self.qkey, payload);
+        // The send is complete once posted on the mock: the reference goes back.
+        self.ahs.release(&self.hal, handle).map_err(ReplyError::Table)?;
+        sent.map_err(ReplyError::Send)?;
         Ok(attr)
     }
 

@@ -10,7 +10,7 @@ use udah_core::hal::Hal;
 use udah_core::wire::Gid;
 use udah_core::{GidEntry, GidType};
 
-use crate::fabric::{Fabric, FrontFill, MockAh, PortConfig, PortId, Qpn, Quirks, Received};
+use crate::fabric::{Fabric, Faults, FrontFill, MockAh, PortConfig, PortId, Qpn, Quirks, Received};
 use crate::hal::{MockError, MockHal};
 
 /// How a peer reaches the responder.
@@ -134,9 +134,24 @@ impl Scenario {
     /// port with `quirks`. The responder's RoCE GID table has holes and
     /// duplicate addresses (the IPv4 address untagged and on VLAN 100).
     pub fn build(seed: u64, families: &[Family], peers: usize, quirks: Quirks) -> Result<Scenario, MockError> {
+        Scenario::build_with(seed, families, peers, quirks, Faults::default())
+    }
+
+    /// [`build`](Scenario::build) with fault injection and a create cost
+    /// model on the responder's ports.
+    pub fn build_with(
+        seed: u64,
+        families: &[Family],
+        peers: usize,
+        quirks: Quirks,
+        responder_faults: Faults,
+    ) -> Result<Scenario, MockError> {
         let fabric = Fabric::new(seed);
         let resp = fabric.add_device();
-        let ib_port = fabric.add_port_to(resp, PortConfig::ib(1, RESP_GUID).with_lmc(2).with_table_len(128));
+        let ib_port = fabric.add_port_to(
+            resp,
+            PortConfig::ib(1, RESP_GUID).with_lmc(2).with_table_len(128).with_faults(responder_faults.clone()),
+        );
         let roce_port = fabric.add_port_to(
             resp,
             PortConfig::roce(RESP_MAC)
@@ -148,7 +163,8 @@ impl Scenario {
                 .with_gid(14, GidEntry::new(resp_ipv6(), GidType::RoceV1))
                 .with_gid(15, GidEntry::new(resp_ipv6(), GidType::RoceV2))
                 .with_table_len(256)
-                .with_quirks(quirks),
+                .with_quirks(quirks)
+                .with_faults(responder_faults),
         );
         let ib_gid = fabric.gids(ib_port).first().map_or(Gid::ZERO, |(_, e)| e.gid);
         let qkey = 0x1111_1111;
