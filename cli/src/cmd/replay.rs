@@ -443,12 +443,17 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             let case_name = format!("{name}#{frame}");
             if args.verbose {
                 let status = if o.is_ok() { "ok" } else { "FAIL" };
+                let lid = p.dlid.map(|d| format!(" slid {} dlid {d} sl {}", p.wc.slid, p.wc.sl)).unwrap_or_default();
+                let vlan = p.vlan.map(|v| format!(" vlan {v} pcp {}", p.wc.sl)).unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "  frame {frame}: {} {} qp {:#x} -> {status} {}",
+                    "  frame {frame}: {} {} qp {:#x} -> qp {:#x} pkey {:#06x} qkey {:#x}{lid}{vlan}: {status} {}",
                     p.encap,
                     p.source(),
                     p.wc.src_qp,
+                    p.dest_qp,
+                    p.pkey,
+                    p.qkey,
                     replay::describe(o, p)
                 );
             }
