@@ -4,14 +4,17 @@
 //!   64 and 256 entries, cycling over 64 cases whose targets are spread over
 //!   the table;
 //! * `mixed-<order>/<classifier>/<entries>`: all four families mixed, in a
-//!   repeating (round-robin) and a seeded random order, with the branch-free
-//!   core and with the if/else classifier of `udah_benches::branchy`;
+//!   repeating (round-robin, a cycle of 256) and a seeded random order (a
+//!   stream of 65,536 uniform draws, no learnable cycle), with the
+//!   branch-free core and with the if/else classifier of
+//!   `udah_benches::branchy`;
 //! * `kernel/<family>/256` and `kernel-mixed/<order>/256`: the kernel profile;
 //! * `corpus/libibverbs/public`: the 1,973 non-NULL cases of the public
 //!   corpus, each against its own table.
 //!
 //! After criterion, in the same run, the real-libibverbs oracle's `--bench`
-//! runs on the same cases (same tables, same packets, same order), and the
+//! runs on the same cases (same tables, same packets; for the random order
+//! the 256 cases shuffled, since the oracle cycles through its input), and the
 //! summary prints the ratio core ns / oracle ns. Set `UDAH_BENCH_NO_ORACLE=1`
 //! to skip that part. Timings include about 1 ns of cycling through the
 //! inputs; the oracle's loop has the same.
@@ -21,7 +24,7 @@ use std::time::SystemTime;
 use criterion::{BenchmarkId, Criterion};
 use udah_benches::oracle::{self, OracleBench};
 use udah_benches::report::{self, fmt};
-use udah_benches::{CASES_PER_FAMILY, Case, Family, Fixture, Order, SEED, TABLE_SIZES, branchy};
+use udah_benches::{CASES_PER_FAMILY, Case, Family, Fixture, Order, SEED, STREAM_LEN, TABLE_SIZES, branchy};
 use udah_core::ah::{kernel, libibverbs};
 
 /// Criterion iterations run `f` on the inputs in turn.
@@ -30,6 +33,20 @@ fn cycle<T>(b: &mut criterion::Bencher<'_>, cases: &[Case], f: impl Fn(&Case) ->
     let mut i = 0usize;
     b.iter(|| {
         let c = &cases[i];
+        i += 1;
+        if i == n {
+            i = 0;
+        }
+        f(core::hint::black_box(c))
+    });
+}
+
+/// Criterion iterations run `f` on `cases[stream[i]]` for i = 0, 1, ….
+fn stream<T>(b: &mut criterion::Bencher<'_>, cases: &[Case], stream: &[u16], f: impl Fn(&Case) -> T) {
+    let n = stream.len();
+    let mut i = 0usize;
+    b.iter(|| {
+        let c = &cases[usize::from(stream[i])];
         i += 1;
         if i == n {
             i = 0;
@@ -49,14 +66,15 @@ fn per_family<const N: usize>(c: &mut Criterion, fx: &Fixture<N>) {
 }
 
 fn mixed<const N: usize>(c: &mut Criterion, fx: &Fixture<N>) {
+    let set = fx.mixed(Order::Repeating, SEED);
     for order in [Order::Repeating, Order::Random] {
-        let set = fx.mixed(order, SEED);
+        let idx = fx.stream(order, STREAM_LEN, SEED);
         let mut g = c.benchmark_group(format!("mixed-{}", order.name()));
-        g.bench_with_input(BenchmarkId::new("branchfree", N), &set, |b, cases| {
-            cycle(b, cases, |k| libibverbs::init_ah_from_wc(&fx.roce, 1, &k.wc, Some(&k.area)))
+        g.bench_function(BenchmarkId::new("branchfree", N), |b| {
+            stream(b, &set, &idx, |k| libibverbs::init_ah_from_wc(&fx.roce, 1, &k.wc, Some(&k.area)))
         });
-        g.bench_with_input(BenchmarkId::new("branchy", N), &set, |b, cases| {
-            cycle(b, cases, |k| branchy::init_ah_from_wc(&fx.roce, 1, &k.wc, Some(&k.area)))
+        g.bench_function(BenchmarkId::new("branchy", N), |b| {
+            stream(b, &set, &idx, |k| branchy::init_ah_from_wc(&fx.roce, 1, &k.wc, Some(&k.area)))
         });
         g.finish();
     }
@@ -72,10 +90,11 @@ fn kernel_profile(c: &mut Criterion, fx: &Fixture<256>) {
     }
     g.finish();
     let mut g = c.benchmark_group("kernel-mixed");
+    let set = fx.mixed(Order::Repeating, SEED);
     for order in [Order::Repeating, Order::Random] {
-        let set = fx.mixed(order, SEED);
-        g.bench_with_input(BenchmarkId::new(order.name(), 256), &set, |b, cases| {
-            cycle(b, cases, |k| kernel::init_ah_attr_from_wc(fx.kernel_table(k.family), &k.kwc, Some(&k.area)))
+        let idx = fx.stream(order, STREAM_LEN, SEED);
+        g.bench_function(BenchmarkId::new(order.name(), 256), |b| {
+            stream(b, &set, &idx, |k| kernel::init_ah_attr_from_wc(fx.kernel_table(k.family), &k.kwc, Some(&k.area)))
         });
     }
     g.finish();

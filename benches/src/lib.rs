@@ -37,6 +37,10 @@ pub const TABLE_SIZES: [usize; 3] = [4, 64, 256];
 /// with a mask).
 pub const CASES_PER_FAMILY: usize = 64;
 
+/// Length of the mixed input streams of the benches ([`Fixture::stream`]):
+/// long enough that a random one has no learnable cycle.
+pub const STREAM_LEN: usize = 1 << 16;
+
 /// A small, seeded, deterministic generator (SplitMix64).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -255,6 +259,23 @@ impl<const N: usize> Fixture<N> {
             Rng::new(seed).shuffle(&mut out);
         }
         out
+    }
+
+    /// An input stream over the cases of [`Fixture::mixed`]`(Repeating, _)`:
+    /// `len` indices into that list. [`Order::Repeating`] walks the list
+    /// round and round (a cycle of 256 whose families repeat every 4);
+    /// [`Order::Random`] draws every index uniformly with `seed`, so that no
+    /// cycle shorter than `len` exists for the branch predictor to learn
+    /// (a shuffled list of 256, cycled, could be learnt).
+    pub fn stream(&self, order: Order, len: usize, seed: u64) -> Vec<u16> {
+        let n = self.cases.len();
+        let mut rng = Rng::new(seed);
+        (0..len)
+            .map(|i| match order {
+                Order::Repeating => (i % n) as u16,
+                Order::Random => rng.below(n) as u16,
+            })
+            .collect()
     }
 
     /// The table the kernel profile uses for a case: IB for
