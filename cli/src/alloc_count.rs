@@ -5,8 +5,8 @@
 //! are per thread, so a worker measures only its own allocations.
 
 use core::alloc::{GlobalAlloc, Layout};
+use core::cell::Cell;
 use std::alloc::System;
-use std::cell::Cell;
 
 /// The system allocator, counting allocations per thread.
 #[derive(Debug, Default, Clone, Copy)]
