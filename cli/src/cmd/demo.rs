@@ -440,7 +440,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
     let messages = per_thread * args.threads as u64;
     let st = TABLE.stats();
     let mut e2e_refused: Vec<(String, usize)> = refused.into_iter().collect();
-    e2e_refused.sort_by(|a, b| b.1.cmp(&a.1));
+    e2e_refused.sort_by_key(|r| core::cmp::Reverse(r.1));
     Ok(Summary {
         profile: args.profile,
         evidence: args.evidence,
