@@ -17,6 +17,7 @@
 //!    referenced entries; `OutOfResources` only when every live backend AH is
 //!    referenced; a release of a handle we hold never fails.
 //! 7. **Nothing is destroyed twice** (the backend counts bad destroys).
+//! 8. **Statistics add up**: hits + misses = look-ups.
 //!
 //! At the end every handle is released and `retire_all` must destroy
 //! everything: live = 0.
@@ -71,6 +72,7 @@ struct World {
     current: HashMap<u32, u64>,
     gids: GidTable<4>,
     now: u64,
+    lookups: u64,
 }
 
 impl World {
@@ -86,6 +88,7 @@ impl World {
             current: HashMap::new(),
             gids,
             now: 0,
+            lookups: 0,
         }
     }
 
@@ -99,6 +102,7 @@ impl World {
     }
 
     fn get(&mut self, k: u32, try_: bool) -> Result<(), TestCaseError> {
+        self.lookups += 1;
         let r = if try_ {
             self.table.try_get_or_create(&self.hal, &attr(k))
         } else {
@@ -184,6 +188,7 @@ impl World {
         prop_assert_eq!(self.hal.live(), self.hal.live_scan());
         let s = self.table.stats();
         prop_assert_eq!((s.creates, s.destroys, s.live), (c, d, c - d));
+        prop_assert_eq!(s.hits + s.misses, self.lookups, "every look-up is one hit or one miss");
         for (h, k) in &self.held {
             prop_assert_eq!(self.hal.owner(h.ah()), Some(*k), "referenced entry destroyed or foreign AH");
         }

@@ -5,8 +5,9 @@
 //!
 //! Checked on every operation: a handle's AH is alive and belongs to the
 //! handle's key. Checked at the end: no AH destroyed twice; created −
-//! destroyed = live backend AHs = the table's `live`; after releasing every
-//! handle and `retire_all`, nothing is alive. No timing assertion.
+//! destroyed = live backend AHs = the table's `live`; hits + misses = look-ups;
+//! after releasing every handle and `retire_all`, nothing is alive. No timing
+//! assertion.
 
 mod common;
 
@@ -49,52 +50,58 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
     let hal = CountingHal::new(usize::try_from(2 * n + 1024).unwrap());
     hal.limit.store(mix.limit, Ordering::Relaxed);
     let table: AhTable<CountingHal, N> = AhTable::new();
-    std::thread::scope(|s| {
-        for t in 0..2u64 {
-            let (hal, table) = (&hal, &table);
-            s.spawn(move || {
-                let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                let mut held: Vec<(AhHandle<u64>, u32)> = Vec::with_capacity(mix.hold + 1);
-                for i in 0..n {
-                    let r = rng.next();
-                    let dice = r % 1000;
-                    if dice < mix.retire {
-                        if dice.is_multiple_of(2) {
-                            table.retire_all(hal);
-                        } else {
-                            table.advance_clock(i);
-                            table.retire_older_than(hal, 1000);
-                        }
-                    } else if dice < mix.retire + mix.release || held.len() >= mix.hold {
-                        if !held.is_empty() {
-                            let (h, k) = held.swap_remove((r >> 20) as usize % held.len());
-                            assert_eq!(hal.owner(h.ah()), Some(k), "referenced entry destroyed");
-                            table.release(hal, h).unwrap();
-                        }
-                    } else {
-                        let k = ((r >> 32) % u64::from(mix.keys)) as u32;
-                        let res = if dice.is_multiple_of(7) {
-                            table.try_get_or_create(hal, &attr(k))
-                        } else {
-                            table.get_or_create(hal, &attr(k))
-                        };
-                        match res {
-                            Ok(h) => {
-                                assert_eq!(hal.owner(h.ah()), Some(k), "handle reads another entry's AH");
-                                held.push((h, k));
+    let lookups: u64 = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (hal, table) = (&hal, &table);
+                s.spawn(move || {
+                    let mut lookups = 0u64;
+                    let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    let mut held: Vec<(AhHandle<u64>, u32)> = Vec::with_capacity(mix.hold + 1);
+                    for i in 0..n {
+                        let r = rng.next();
+                        let dice = r % 1000;
+                        if dice < mix.retire {
+                            if dice.is_multiple_of(2) {
+                                table.retire_all(hal);
+                            } else {
+                                table.advance_clock(i);
+                                table.retire_older_than(hal, 1000);
                             }
-                            Err(TableError::Full | TableError::Pending | TableError::Contended) => {}
-                            Err(TableError::Backend(_)) => {}
-                            Err(e) => panic!("{e:?}"),
+                        } else if dice < mix.retire + mix.release || held.len() >= mix.hold {
+                            if !held.is_empty() {
+                                let (h, k) = held.swap_remove((r >> 20) as usize % held.len());
+                                assert_eq!(hal.owner(h.ah()), Some(k), "referenced entry destroyed");
+                                table.release(hal, h).unwrap();
+                            }
+                        } else {
+                            let k = ((r >> 32) % u64::from(mix.keys)) as u32;
+                            lookups += 1;
+                            let res = if dice.is_multiple_of(7) {
+                                table.try_get_or_create(hal, &attr(k))
+                            } else {
+                                table.get_or_create(hal, &attr(k))
+                            };
+                            match res {
+                                Ok(h) => {
+                                    assert_eq!(hal.owner(h.ah()), Some(k), "handle reads another entry's AH");
+                                    held.push((h, k));
+                                }
+                                Err(TableError::Full | TableError::Pending | TableError::Contended) => {}
+                                Err(TableError::Backend(_)) => {}
+                                Err(e) => panic!("{e:?}"),
+                            }
                         }
                     }
-                }
-                for (h, k) in held {
-                    assert_eq!(hal.owner(h.ah()), Some(k));
-                    table.release(hal, h).unwrap();
-                }
-            });
-        }
+                    for (h, k) in held {
+                        assert_eq!(hal.owner(h.ah()), Some(k));
+                        table.release(hal, h).unwrap();
+                    }
+                    lookups
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
     });
     let (c, d) = (hal.creates.load(Ordering::Relaxed), hal.destroys.load(Ordering::Relaxed));
     assert_eq!(hal.bad_destroys.load(Ordering::Relaxed), 0, "double destroy");
@@ -102,6 +109,7 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
     assert_eq!(hal.live(), hal.live_scan());
     let st = table.stats();
     assert_eq!((st.creates, st.destroys, st.live), (c, d, c - d));
+    assert_eq!(st.hits + st.misses, lookups, "every look-up is one hit or one miss");
     table.retire_all(&hal);
     assert_eq!(hal.live(), 0, "retire_all with no handle out destroys everything");
     let st = table.stats();

@@ -47,8 +47,9 @@
 //!
 //! # What waits on what
 //!
-//! **Readers never wait; writers serialize only among themselves, and never
-//! across a backend call.** Precisely:
+//! **Readers never wait. Writers serialize only among themselves, on a lock
+//! that is never held across a backend call; only a miss on the *same* key
+//! waits for that key's create (or returns `Pending`).** Precisely:
 //!
 //! * A hit (the first step of every look-up, and all of [`get`](AhTable::get))
 //!   is atomic loads of at most `WINDOW` slots plus one compare-and-swap, with
@@ -289,9 +290,11 @@ impl<E: fmt::Debug> core::error::Error for ResolveError<E> {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct TableStats {
-    /// Look-ups answered by the lock-free fast path.
+    /// Look-ups answered by the lock-free fast path (each look-up counts
+    /// once, as a hit or as a miss).
     pub hits: u64,
-    /// Look-ups that went to the slow path.
+    /// Look-ups that went to the slow path (including those that then found
+    /// the entry another thread had just created).
     pub misses: u64,
     /// Backend AHs created.
     pub creates: u64,
@@ -515,13 +518,12 @@ impl<H, const N: usize> AhTable<H, N> {
         Key(k)
     }
 
-    /// Takes a reference on slot `idx` if it holds `key` live, starting from
-    /// the word `m`; gives up after `max_tries` failed CASes (`None`: never).
-    #[inline(always)]
-    fn acquire_at(&self, idx: usize, key: &Key, mut m: u64, max_tries: Option<u32>) -> Probe {
+    /// The slow path's acquire: takes a reference on slot `idx` if it holds
+    /// `key` live, starting from the word `m`, retrying (with backoff) as long
+    /// as the entry stays live. Not counted as a hit.
+    fn acquire_at(&self, idx: usize, key: &Key, mut m: u64) -> Probe {
         let Some(slot) = self.slots.get(idx) else { return Probe::Miss };
         let backoff = Backoff::new();
-        let mut tries = 0u32;
         loop {
             if state(m) != LIVE || !Self::key_matches(slot, key) {
                 return Probe::Miss;
@@ -531,23 +533,12 @@ impl<H, const N: usize> AhTable<H, N> {
             if refs(m) == REF_MAX {
                 return Probe::Overflow;
             }
-            // The failure ordering is `Acquire` too: the retry reads the key and
-            // token again on the strength of `cur` (loom found the `Relaxed`
-            // version returning a stale token).
+            // `Acquire` on failure too, as in `probe`.
             match slot.meta.compare_exchange(m, m.wrapping_add(1) | USED, Ordering::Acquire, Ordering::Acquire) {
-                Ok(_) => {
-                    bump(&slot.hits);
-                    return Probe::Hit(idx as u32, generation(m), token);
-                }
+                Ok(_) => return Probe::Hit(idx as u32, generation(m), token),
                 Err(cur) => {
-                    tries = tries.wrapping_add(1);
-                    if max_tries.is_some_and(|t| tries >= t) {
-                        return Probe::Miss;
-                    }
                     m = cur;
-                    if max_tries.is_none() {
-                        wait_step(&backoff);
-                    }
+                    wait_step(&backoff);
                 }
             }
         }
@@ -817,7 +808,7 @@ where
         }
         for _ in 0..MAX_ROUNDS {
             match self.claim(key) {
-                Claim::Existing(idx, m) => match self.acquire_at(idx, key, m, None) {
+                Claim::Existing(idx, m) => match self.acquire_at(idx, key, m) {
                     Probe::Hit(s, g, t) => return Ok(Self::handle(s, g, t)),
                     Probe::Overflow => return Err(TableError::RefcountOverflow),
                     _ => {}
