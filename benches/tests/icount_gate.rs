@@ -149,6 +149,19 @@ fn instructions_per_call_within_gates() {
             failures.push(format!("gate {name}: no such target in icount"));
         }
     }
+    // The foundation issue's target (<= 150 per WC, 256 entries, every
+    // family) is reported, not enforced: today's figures are above it for
+    // the GRH families (benches/RESULTS.md), and gates.toml holds them.
+    let base = per_call.get("udah_icount_baseline_call").copied().unwrap_or(0.0);
+    for fam in ["ib_nogrh", "rocev1", "rocev2_ipv6", "rocev2_ipv4"] {
+        if let Some(ipc) = per_call.get(&format!("udah_icount_libibverbs_{fam}_256")) {
+            let verdict = if *ipc <= 150.0 { "met" } else { "NOT MET" };
+            eprintln!(
+                "issue target <= 150 per WC, libibverbs {fam}/256: {ipc:.1} ({:.1} net of harness): {verdict}",
+                ipc - base
+            );
+        }
+    }
     // Flat in table size: a 256-entry table costs what a 4-entry one costs.
     for fam in ["ib_nogrh", "rocev1", "rocev2_ipv6", "rocev2_ipv4"] {
         let at = |n: u32| per_call.get(&format!("udah_icount_libibverbs_{fam}_{n}")).copied().unwrap_or(f64::NAN);
