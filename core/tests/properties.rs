@@ -132,12 +132,14 @@ struct TableSpec {
 }
 
 fn arb_table() -> impl Strategy<Value = TableSpec> {
-    let len = prop_oneof![4 => 0u32..70, 1 => 64u32..70_000];
-    (0u8..4, arb_link(), len, prop::collection::vec((0u32..72, arb_pick(), arb_type(), arb_vlan()), 0..24))
+    // Lengths and indices around 256 too, so that sgid_index wraps (Q12).
+    let len = prop_oneof![4 => 0u32..70, 1 => 64u32..70_000, 1 => 250u32..320];
+    let index = prop_oneof![4 => 0u32..72, 1 => 240u32..310];
+    (0u8..4, arb_link(), len, prop::collection::vec((index, arb_pick(), arb_type(), arb_vlan()), 0..24))
         .prop_map(|(port, link, len, entries)| TableSpec { port, link, len, entries })
 }
 
-fn build(spec: &TableSpec, area: &Area) -> GidTable<64> {
+fn build(spec: &TableSpec, area: &Area) -> GidTable<300> {
     let mut t = GidTable::new(spec.port, spec.link, spec.len);
     for &(i, pick, ty, vlan) in &spec.entries {
         let mut e = GidEntry::new(resolve(pick, area), ty);
