@@ -206,7 +206,7 @@ pub fn init_ah_from_wc<const N: usize>(
     wc: &IbvWc,
     area: Option<&Area>,
 ) -> IbvResult {
-    init_ah_from_wc_with(table, port_num, wc, area, Evidence::None)
+    init_impl(table, port_num, wc, area, Evidence::None)
 }
 
 /// [`init_ah_from_wc`] with the header type taken from `evidence` (see
@@ -219,8 +219,23 @@ pub fn init_ah_from_wc_with<const N: usize>(
     area: Option<&Area>,
     evidence: Evidence,
 ) -> IbvResult {
+    init_impl(table, port_num, wc, area, evidence)
+}
+
+/// The body of both entry points, inlined into each so that a constant
+/// `evidence` folds away. The hot path is: generic fields, the GRH flag,
+/// classification, one probe, four stores; every failure is assembled out of
+/// line ([`refused`], [`not_found`]).
+#[inline(always)]
+fn init_impl<const N: usize>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: Option<&Area>,
+    evidence: Evidence,
+) -> IbvResult {
     let Some(area) = area else {
-        return Err(IbvFailure { error: IbvError::MissingGrh, attr: IbvAhAttr::default() });
+        return Err(missing_grh());
     };
     let mut attr = IbvAhAttr {
         grh: IbvGlobalRoute { flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
@@ -235,25 +250,53 @@ pub fn init_ah_from_wc_with<const N: usize>(
     }
     attr.is_global = 1;
     let c = classify_with(area, evidence);
-    let early = select_unpredictable(c.remote_written_early, c.remote.0, [0; 16]);
-    let fail = |error: IbvError, dgid: [u8; 16]| {
-        let mut a = attr;
-        a.grh.dgid = dgid;
-        Err(IbvFailure { error, attr: a })
-    };
-    match c.verdict {
-        Verdict::Search => {}
-        Verdict::UnknownVersion => return fail(IbvError::UnknownHeaderVersion, [0; 16]),
-        Verdict::Multicast => return fail(IbvError::MulticastDestination, [0; 16]),
-        Verdict::UnknownNextHeader => return fail(IbvError::UnknownNextHeader(grh::next_header(area)), early),
-        Verdict::Ambiguous => return fail(IbvError::AmbiguousHeader, [0; 16]),
+    if c.verdict != Verdict::Search {
+        return Err(refused(attr, &c, grh::next_header(area)));
     }
-    let Some(index) = table.find_libibverbs(port_num, &c.local, c.want_v2) else {
-        return fail(IbvError::GidNotFound, early);
+    match table.find_libibverbs(port_num, &c.local, c.want_v2) {
+        Some(index) => {
+            attr.grh.dgid = c.remote.0;
+            attr.grh.sgid_index = index as u8;
+            attr.grh.hop_limit = c.hop_limit;
+            attr.grh.traffic_class = c.traffic_class;
+            Ok(attr)
+        }
+        None => Err(not_found(attr, &c)),
+    }
+}
+
+/// A NULL `grh`: C has zeroed the attribute, then faults.
+#[cold]
+#[inline(never)]
+fn missing_grh() -> IbvFailure {
+    IbvFailure { error: IbvError::MissingGrh, attr: IbvAhAttr::default() }
+}
+
+/// The dgid C has written before a failure: the packet's SGID on the IPv6
+/// path after its multicast test, else nothing.
+#[inline]
+fn early_dgid(c: &Classified) -> [u8; 16] {
+    if c.remote_written_early { c.remote.0 } else { [0; 16] }
+}
+
+/// A failure decided by the area alone (`verdict` is not `Search`).
+#[cold]
+#[inline(never)]
+fn refused(mut attr: IbvAhAttr, c: &Classified, next_header: u8) -> IbvFailure {
+    let (error, dgid) = match c.verdict {
+        Verdict::UnknownVersion | Verdict::Search => (IbvError::UnknownHeaderVersion, [0; 16]),
+        Verdict::Multicast => (IbvError::MulticastDestination, [0; 16]),
+        Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(next_header), early_dgid(c)),
+        Verdict::Ambiguous => (IbvError::AmbiguousHeader, [0; 16]),
     };
-    attr.grh.dgid = c.remote.0;
-    attr.grh.sgid_index = index as u8;
-    attr.grh.hop_limit = c.hop_limit;
-    attr.grh.traffic_class = c.traffic_class;
-    Ok(attr)
+    attr.grh.dgid = dgid;
+    IbvFailure { error, attr }
+}
+
+/// The GID search failed.
+#[cold]
+#[inline(never)]
+fn not_found(mut attr: IbvAhAttr, c: &Classified) -> IbvFailure {
+    attr.grh.dgid = early_dgid(c);
+    IbvFailure { error: IbvError::GidNotFound, attr }
 }
