@@ -261,6 +261,9 @@ proptest! {
 ///   emit}`; `wire::ipv4::{header, header_mut, checksum_rfc1071,
 ///   checksum_libibverbs, stored_checksum, verify_rfc1071,
 ///   verify_libibverbs}`, `Ipv4Repr::{parse, emit}`;
+/// * `wire::lrh::LrhRepr::{parse, emit, is_multicast, byte_len}`,
+///   `wire::bth::BthRepr::{parse, emit, transport, is_ud_send,
+///   ud_with_immediate}`, `wire::bth::DethRepr::{parse, emit}`;
 /// * `wire::detect::{version_libibverbs, version_kernel, detect, stamp}`,
 ///   `Stamp::{new, bytes, is_intact}`, `NetworkType::{from_raw,
 ///   from_mlx5_sl}`;
@@ -317,6 +320,29 @@ fn every_public_function_is_total(
         wire::detect::stamp(&mut out, &s);
     }
     let _ = (NetworkType::from_raw(y), NetworkType::from_mlx5_sl(y));
+    // Link and transport headers (capture replay)
+    for off in [0, 4, 8, 12] {
+        let b = buf.get(off..).unwrap_or(&[]);
+        if let Ok(r) = wire::lrh::LrhRepr::parse(b) {
+            let mut o = [0u8; wire::lrh::HEADER_LEN];
+            r.emit(&mut o);
+            let _ = (r.is_multicast(), r.byte_len());
+        }
+        if let Ok(r) = wire::bth::BthRepr::parse(b) {
+            let mut o = [0u8; wire::bth::HEADER_LEN];
+            r.emit(&mut o);
+            let _ = (r.transport(), r.is_ud_send(), r.ud_with_immediate());
+        }
+        if let Ok(r) = wire::bth::DethRepr::parse(b) {
+            let mut o = [0u8; wire::bth::DETH_LEN];
+            r.emit(&mut o);
+        }
+        let _ = format!(
+            "{:?} {:?}",
+            wire::lrh::LrhRepr::parse(b).map_err(|e| e.to_string()),
+            wire::bth::BthRepr::parse(b).map_err(|e| e.to_string())
+        );
+    }
     // Gid
     let g = Gid(b16);
     let _ = (g.is_ipv4_mapped(), g.ipv4(), g.is_multicast(), g.is_multicast_any(), g.is_link_local());

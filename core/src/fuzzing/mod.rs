@@ -333,6 +333,8 @@ pub fn fuzz_grh_area(data: &[u8]) {
         Err(t) => assert!(data.len() < 40 && t.len == data.len(), "wire::area: bad Truncated {t:?}"),
     }
 
+    check_link_headers(data);
+
     let mut c = Cursor::new(data);
     let mut area: Area = c.bytes();
     let ctl = c.u8();
@@ -405,6 +407,51 @@ pub fn fuzz_grh_area(data: &[u8]) {
     assert!(back == Ok(r), "Ipv4Repr emit -> parse changed it: {r:?} -> {back:?}");
     assert!(detect::version_kernel(&out) == wire::HeaderVersion::Ipv4, "emitted IPv4 header not IPv4 for the kernel");
     check_area(&out, evidence);
+}
+
+/// The capture-replay headers (`wire::lrh`, `wire::bth`) on the raw input at
+/// a few offsets: parsing any length never panics, a short buffer is
+/// `Truncated` with its length, and parse → emit → parse is stable.
+fn check_link_headers(data: &[u8]) {
+    use crate::wire::bth::{self, BthMalformed, BthRepr, DethRepr};
+    use crate::wire::lrh::{self, LrhMalformed, LrhRepr};
+    for off in [0usize, 8, 20, 28, 40] {
+        let buf = data.get(off..).unwrap_or(&[]);
+        match LrhRepr::parse(buf) {
+            Ok(r) => {
+                let mut out = [0u8; lrh::HEADER_LEN];
+                r.emit(&mut out);
+                assert!(LrhRepr::parse(&out) == Ok(r), "LrhRepr parse -> emit -> parse changed {r:?}");
+                let _ = (r.is_multicast(), r.byte_len());
+            }
+            Err(LrhMalformed::Truncated { len }) => assert!(len == buf.len() && len < lrh::HEADER_LEN, "LRH Truncated"),
+            Err(e) => {
+                let _ = write!(Sink, "{e}");
+            }
+        }
+        match BthRepr::parse(buf) {
+            Ok(r) => {
+                let mut out = [0u8; bth::HEADER_LEN];
+                r.emit(&mut out);
+                assert!(BthRepr::parse(&out) == Ok(r), "BthRepr parse -> emit -> parse changed {r:?}");
+                let _ = (r.transport(), r.is_ud_send(), r.ud_with_immediate());
+            }
+            Err(BthMalformed::Truncated { len, need }) => {
+                assert!(len == buf.len() && len < need && need == bth::HEADER_LEN, "BTH Truncated")
+            }
+            Err(e) => {
+                let _ = write!(Sink, "{e}");
+            }
+        }
+        match DethRepr::parse(buf) {
+            Ok(r) => {
+                let mut out = [0u8; bth::DETH_LEN];
+                r.emit(&mut out);
+                assert!(DethRepr::parse(&out) == Ok(r), "DethRepr parse -> emit -> parse changed {r:?}");
+            }
+            Err(e) => assert!(buf.len() < bth::DETH_LEN, "DethRepr refused {} bytes: {e:?}", buf.len()),
+        }
+    }
 }
 
 /// Everything that can be said about one area on its own: detectors and
