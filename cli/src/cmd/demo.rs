@@ -371,13 +371,22 @@ fn demo(args: &Args) -> Result<Summary, String> {
     }
     let progress = AtomicU64::new(0);
     let per_thread = args.messages.div_ceil(args.threads as u64);
-    let show = !args.no_progress && !args.json && args.messages >= 2_000_000;
+    let show = !args.no_progress && !args.json;
     let started = Instant::now();
     let results: Vec<(Vec<f64>, u64, u64)> = std::thread::scope(|s| {
         let monitor = show.then(|| {
             let progress = &progress;
             s.spawn(move || {
-                let pb = indicatif::ProgressBar::new(per_thread * args.threads as u64);
+                let total = per_thread * args.threads as u64;
+                // Only runs that last longer than a second get a bar.
+                let shown = Instant::now() + Duration::from_secs(1);
+                while Instant::now() < shown {
+                    if progress.load(Ordering::Relaxed) >= total {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let pb = indicatif::ProgressBar::new(total);
                 pb.set_style(
                     indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} completions ({per_sec})")
                         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -385,7 +394,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
                 loop {
                     let p = progress.load(Ordering::Relaxed);
                     pb.set_position(p);
-                    if p >= per_thread * args.threads as u64 {
+                    if p >= total {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(100));
