@@ -844,9 +844,13 @@ where
         let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
             return Err(TableError::Full);
         };
+        // Frees the slot on every way out but success, including a backend
+        // that panics (and unwinds) inside `resolve_l2` or `create_ah`:
+        // waiters on the same key then find the slot free and retry instead
+        // of waiting for a create that will never finish.
+        let guard = FreeOnDrop { meta: &slot.meta, generation };
         let fail = |e: H::Error| {
             bump(&self.counters.backend_failures);
-            slot.meta.store(pack(generation, FREE, false, 0), Ordering::Release);
             Err(TableError::Backend(e))
         };
         let port = attr.port.get();
@@ -879,6 +883,7 @@ where
         cold.born.store(self.clock.load(Ordering::Relaxed), Ordering::Relaxed);
         cold.gid_generation.store(gid_generation, Ordering::Relaxed);
         let live = pack(generation, LIVE, true, 1);
+        core::mem::forget(guard);
         slot.meta.store(live, Ordering::Release);
         if hal.gid_generation(port) != gid_generation {
             // The GIDs changed while we created: a sweep may have missed this
@@ -1175,6 +1180,19 @@ where
             n = n.wrapping_add(1);
         }
         n
+    }
+}
+
+/// Stores `FREE` (same generation) into a `CREATING` slot's word when
+/// dropped; [`AhTable::create`] forgets it once the entry is published.
+struct FreeOnDrop<'a> {
+    meta: &'a AtomicU64,
+    generation: u64,
+}
+
+impl Drop for FreeOnDrop<'_> {
+    fn drop(&mut self) {
+        self.meta.store(pack(self.generation, FREE, false, 0), Ordering::Release);
     }
 }
 

@@ -24,6 +24,7 @@ struct Counting {
     /// At most this many live AHs (0 = unlimited): more is OutOfResources.
     limit: AtomicUsize,
     fail_next: AtomicBool,
+    panic_next: AtomicBool,
     gid_gen: AtomicU64,
 }
 
@@ -48,6 +49,9 @@ impl Hal for Counting {
     fn create_ah(&self, attr: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
         if self.fail_next.swap(false, Ordering::Relaxed) {
             return Err(ErrorKind::InvalidArgument);
+        }
+        if self.panic_next.swap(false, Ordering::Relaxed) {
+            panic!("backend panicked in create_ah");
         }
         let mut live = self.live.lock().unwrap();
         let limit = self.limit.load(Ordering::Relaxed);
@@ -343,4 +347,18 @@ fn static_table() {
     assert_eq!(TABLE.capacity(), 16);
     assert_eq!(AhTable::<Counting, 16>::WINDOW, 8);
     TABLE.release(&hal, h).unwrap();
+}
+
+#[test]
+fn a_panicking_backend_does_not_wedge_the_key() {
+    let hal = Counting::default();
+    let t = T8::new();
+    hal.panic_next.store(true, Ordering::Relaxed);
+    let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| t.get_or_create(&hal, &attr(1))));
+    assert!(r.is_err(), "the backend's panic propagates");
+    // The slot was freed on unwind: the same key is created normally, at once.
+    assert_eq!(t.try_get_or_create(&hal, &attr(1)).map(|h| t.release(&hal, h)), Ok(Ok(())));
+    let st = t.stats();
+    assert_eq!((st.creates, st.live, st.entries), (1, 1, 1));
+    assert_eq!(hal.live(), 1);
 }
