@@ -338,6 +338,8 @@ pub struct Counters {
     pub dropped_vlan: u64,
     /// Dropped: the AH's source GID entry is gone.
     pub dropped_sgid: u64,
+    /// Dropped: the P_Keys of the two QPs do not admit each other.
+    pub dropped_pkey: u64,
 }
 
 impl Counters {
@@ -360,6 +362,7 @@ struct PortState {
 struct QpState {
     port: PortId,
     qkey: u32,
+    pkey_index: u16,
     rq: VecDeque<Received>,
     last_front: [u8; 20],
     stamp: Option<[u8; 20]>,
@@ -547,13 +550,19 @@ impl Fabric {
         self.lock().events.get_mut(usize::from(device))?.pop_front()
     }
 
-    /// Creates a UD QP on `port` with Q_Key `qkey`.
+    /// Creates a UD QP on `port` with Q_Key `qkey` and P_Key index 0.
     pub fn create_qp(&self, port: PortId, qkey: u32) -> Option<Qpn> {
+        self.create_qp_with_pkey(port, qkey, 0)
+    }
+
+    /// Creates a UD QP on `port` with Q_Key `qkey` using the port's P_Key at
+    /// `pkey_index`; `None` for a bad port or index.
+    pub fn create_qp_with_pkey(&self, port: PortId, qkey: u32, pkey_index: u16) -> Option<Qpn> {
         let mut s = self.lock();
-        s.port(port)?;
+        s.port(port)?.cfg.pkeys.get(usize::from(pkey_index))?;
         let n = s.next_qpn;
         s.next_qpn += 1;
-        s.qps.insert(n, QpState { port, qkey, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
+        s.qps.insert(n, QpState { port, qkey, pkey_index, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
         Some(Qpn(n))
     }
 
@@ -633,6 +642,7 @@ impl Fabric {
             Err(Drop::Mac) => s.counters.dropped_mac += 1,
             Err(Drop::Vlan) => s.counters.dropped_vlan += 1,
             Err(Drop::Sgid) => s.counters.dropped_sgid += 1,
+            Err(Drop::Pkey) => s.counters.dropped_pkey += 1,
         }
         Ok(())
     }
@@ -648,6 +658,7 @@ enum Drop {
     Mac,
     Vlan,
     Sgid,
+    Pkey,
 }
 
 /// What the switch learned about a send before building the packet.
@@ -664,9 +675,16 @@ struct Plan {
     stamp: Option<[u8; 20]>,
     sgid: Option<GidEntry>,
     dentry: Option<GidEntry>,
+    dst_pkey_index: u16,
 }
 
-fn plan(s: &State, src_port: PortId, a: &AhState, remote_qpn: Qpn, remote_qkey: u32) -> Result<Plan, Drop> {
+/// Whether two P_Keys admit each other (IBA 10.9.3): the same 15-bit base,
+/// and at least one of them a full member (bit 15).
+fn pkeys_match(a: u16, b: u16) -> bool {
+    a & 0x7fff == b & 0x7fff && (a | b) & 0x8000 != 0
+}
+
+fn plan(s: &State, src: Qpn, src_port: PortId, a: &AhState, remote_qpn: Qpn, remote_qkey: u32) -> Result<Plan, Drop> {
     let sp = s.port(src_port).ok_or(Drop::NoRoute)?;
     if !sp.active {
         return Err(Drop::NoRoute);
@@ -678,6 +696,12 @@ fn plan(s: &State, src_port: PortId, a: &AhState, remote_qpn: Qpn, remote_qkey: 
     let dp = s.port(q.port).ok_or(Drop::NoRoute)?;
     if !dp.active || (dp.cfg.link_layer == LinkLayer::Ethernet) != (sp.cfg.link_layer == LinkLayer::Ethernet) {
         return Err(Drop::NoRoute);
+    }
+    let src_pkey = s.qps.get(&src.0).and_then(|sq| sp.cfg.pkeys.get(usize::from(sq.pkey_index))).copied();
+    let dst_pkey = dp.cfg.pkeys.get(usize::from(q.pkey_index)).copied();
+    match (src_pkey, dst_pkey) {
+        (Some(x), Some(y)) if pkeys_match(x, y) => {}
+        _ => return Err(Drop::Pkey),
     }
     let sgid = match a.attr.grh {
         Some(g) => Some(sp.table.get(usize::from(g.sgid_index)).copied().flatten().ok_or(Drop::Sgid)?),
@@ -709,6 +733,7 @@ fn plan(s: &State, src_port: PortId, a: &AhState, remote_qpn: Qpn, remote_qkey: 
         stamp: q.stamp,
         sgid,
         dentry,
+        dst_pkey_index: q.pkey_index,
     })
 }
 
@@ -721,8 +746,13 @@ fn route(
     remote_qkey: u32,
     payload: &[u8],
 ) -> Result<(), Drop> {
-    let p = plan(s, src_port, a, remote_qpn, remote_qkey)?;
-    let mut wc = MockWc { src_qp: src.0, byte_len: (payload.len() + 40) as u32, ..MockWc::default() };
+    let p = plan(s, src, src_port, a, remote_qpn, remote_qkey)?;
+    let mut wc = MockWc {
+        src_qp: src.0,
+        byte_len: (payload.len() + 40) as u32,
+        pkey_index: p.dst_pkey_index,
+        ..MockWc::default()
+    };
     let mut area: Area = [0; 40];
     // Bytes the NIC does not write: the consumer's stamp, or what the buffer held.
     area[..20].copy_from_slice(&p.stamp.unwrap_or(p.last_front));

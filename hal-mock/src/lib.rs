@@ -10,7 +10,8 @@
 //!
 //! * devices with ports of link layer InfiniBand (LID, LMC) or Ethernet
 //!   (MAC, GID tables with IB / RoCE v1 / RoCE v2 entries, VLANs, holes),
-//!   P_Keys, and asynchronous events (GID added/removed, port up/down)
+//!   P_Keys (a QP uses one; delivery needs the same base and one full
+//!   member, as IBA 10.9.3 says), and asynchronous events (GID added/removed, port up/down)
 //!   queued the way `ibv_get_async_event` delivers them;
 //! * UD QPs with Q_Keys; `post_send` goes through a switch to the
 //!   destination port (by LID on InfiniBand, by GID/IP, MAC and VLAN on

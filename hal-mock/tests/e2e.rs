@@ -304,3 +304,36 @@ fn scenario_with_every_family_answers_every_request() {
         }
     }
 }
+
+#[test]
+fn pkeys_admit_full_members_only() {
+    // Port P_Key tables: index 0 the default full member, 1 a limited 0x1234, 2 a full 0x9234.
+    let pkeys = vec![0xffff, 0x1234, 0x9234];
+    let f = Fabric::new(11);
+    let r = f.add_port(PortConfig::ib(1, 0x0002_c903_0000_0001).with_pkeys(pkeys.clone()));
+    let p = f.add_port(PortConfig::ib(2, 0x0002_c903_0000_0002).with_pkeys(pkeys));
+    let hal = MockHal::new(&f, p.device);
+    let attr = AhAttr {
+        port: PortNum::new(1).unwrap(),
+        dlid: 1,
+        sl: Sl::default(),
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: None,
+    };
+    let ah = hal.create_ah(&attr, None).unwrap();
+    let recv_limited = f.create_qp_with_pkey(r, QKEY, 1).unwrap();
+    let recv_full = f.create_qp_with_pkey(r, QKEY, 2).unwrap();
+    let send_limited = f.create_qp_with_pkey(p, QKEY, 1).unwrap();
+    let send_full = f.create_qp_with_pkey(p, QKEY, 2).unwrap();
+    assert!(f.create_qp_with_pkey(p, QKEY, 3).is_none(), "no P_Key at index 3");
+    // limited -> limited: dropped; limited -> full and full -> limited: delivered.
+    f.post_send(send_limited, ah, recv_limited, QKEY, b"a").unwrap();
+    assert!(f.poll(recv_limited).is_none());
+    assert_eq!(f.counters().dropped_pkey, 1);
+    f.post_send(send_limited, ah, recv_full, QKEY, b"b").unwrap();
+    let m = f.poll(recv_full).expect("limited to full member is delivered");
+    assert_eq!(m.wc.pkey_index, 2, "the receiver's P_Key index");
+    f.post_send(send_full, ah, recv_limited, QKEY, b"c").unwrap();
+    assert_eq!(f.poll(recv_limited).map(|m| m.wc.pkey_index), Some(1));
+}

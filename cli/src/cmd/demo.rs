@@ -348,7 +348,8 @@ fn demo(args: &Args) -> Result<Summary, String> {
     }
     let (replies, misdelivered) = sc.collect_replies();
     let fc = sc.fabric.counters();
-    let e2e_dropped = fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid;
+    let e2e_dropped =
+        fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid + fc.dropped_pkey;
 
     // Phase 2: the hot path alone, over the completions the NICs produced,
     // with a warm table, in a shuffled order.
