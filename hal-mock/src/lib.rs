@@ -50,6 +50,8 @@
 
 mod fabric;
 mod hal;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod responder;
 pub mod scenario;
 
