@@ -20,7 +20,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")"
 SECONDS_PER_TARGET="${SMOKE_SECONDS:-20}"
-TARGETS=(grh_area ah_from_wc_diff gid_table ah_table_ops)
+TARGETS=(grh_area ah_from_wc_diff gid_table ah_table_ops capture_parse)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "smoke.sh: installing cargo-fuzz" >&2
