@@ -2,7 +2,7 @@
 # Smoke-runs every cargo-fuzz target for a fixed short time (rustls-style CI
 # fuzz smoke). Exit status 0 when no target found anything.
 #
-#   bash fuzz/smoke.sh                 # 20 s per target (4 targets: about 1.5 min + build)
+#   bash fuzz/smoke.sh                 # 20 s per target (5 targets: about 2 min + build)
 #   SMOKE_SECONDS=60 bash fuzz/smoke.sh
 #
 # New inputs go to a temporary corpus; the checked-in seeds under
