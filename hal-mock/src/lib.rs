@@ -49,9 +49,9 @@
 //! wall time except the optional create latency.
 
 mod fabric;
-mod hal;
 #[doc(hidden)]
 pub mod fuzzing;
+mod hal;
 pub mod responder;
 pub mod scenario;
 
