@@ -40,6 +40,13 @@ impl MockError {
     }
 }
 
+impl MockError {
+    /// The error of an operation on a port that does not exist (`ENODEV`).
+    pub const fn no_such_port(op: &'static str) -> MockError {
+        MockError::new(op, ErrorKind::NotFound, "no such port")
+    }
+}
+
 impl fmt::Display for MockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {} (errno {})", self.op, self.what, self.errno)

@@ -79,12 +79,7 @@ impl Responder {
     /// A responder with a new QP on `port`.
     pub fn new(fabric: &Fabric, port: PortId, qkey: u32, mode: Mode) -> Result<Responder, MockError> {
         let hal = MockHal::new(fabric, port.device);
-        let qpn = fabric.create_qp(port, qkey).ok_or(MockError {
-            op: "create_qp",
-            errno: 19,
-            kind: udah_core::hal::ErrorKind::NotFound,
-            what: "no such port",
-        })?;
+        let qpn = fabric.create_qp(port, qkey).ok_or(MockError::no_such_port("create_qp"))?;
         if mode == Mode::LibibverbsStamped {
             fabric.set_receive_stamp(qpn, Some(Stamp::DEFAULT));
         }

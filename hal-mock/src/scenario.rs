@@ -217,12 +217,7 @@ impl Scenario {
                 }),
             };
             let ah = hal.create_ah(&attr, None)?;
-            let qpn = fabric.create_qp(port, qkey).ok_or(MockError {
-                op: "create_qp",
-                errno: 19,
-                kind: udah_core::hal::ErrorKind::NotFound,
-                what: "no such port",
-            })?;
+            let qpn = fabric.create_qp(port, qkey).ok_or(MockError::no_such_port("create_qp"))?;
             out.push(Peer { family, port, qpn, ah, responder_port });
         }
         Ok(Scenario { fabric, ib_port, roce_port, peers: out, qkey })
