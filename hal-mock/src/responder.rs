@@ -3,12 +3,13 @@
 //! tests and by `udah demo`.
 
 use udah_core::GidTable;
-use udah_core::ah::{AhAttr, AttrError, kernel, libibverbs};
+use udah_core::LinkLayer;
+use udah_core::ah::{AhAttr, AttrError, Profile, kernel, libibverbs};
 use udah_core::hal::Hal;
 use udah_core::table::{AhTable, TableError, TableStats};
-use udah_core::wire::{Evidence, NetworkType, Stamp};
+use udah_core::wire::{Area, Evidence, NetworkType, Stamp};
 
-use crate::fabric::{Fabric, PortId, Qpn, Received, SendError};
+use crate::fabric::{Fabric, MockWc, PortId, Qpn, Received, SendError};
 use crate::hal::{MockError, MockHal};
 
 /// Which profile the responder builds attributes with, and from what evidence.
@@ -57,6 +58,62 @@ impl core::fmt::Display for ReplyError {
 }
 
 impl core::error::Error for ReplyError {}
+
+/// Where a responder takes the header type of the 40-byte area from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvidenceSource {
+    /// The profile's own heuristic.
+    None,
+    /// The receive areas were pre-stamped with [`Stamp::DEFAULT`].
+    Stamp,
+    /// mlx5's packet-type bits in `wc.sl` (RoCE ports; the libibverbs profile).
+    Mlx5Sl,
+}
+
+/// The attribute a responder on port `port` (GID snapshot `gids`) replies to
+/// a completion with: the completion through `profile`, the header type from
+/// `evidence`. Pure, and allocation-free: the part of the responder that the
+/// tests and `udah demo` share.
+///
+/// The kernel profile leaves the route hop limit to the backend; the mock's
+/// is 64. With [`EvidenceSource::Mlx5Sl`] on a RoCE port the SL is taken as
+/// 0, since mlx5 reports the packet type in that field, not an SL; the kernel
+/// profile ignores that source (the kernel gets the type with the completion).
+pub fn completion_attr<const N: usize>(
+    gids: &GidTable<N>,
+    port: u8,
+    wc: &MockWc,
+    area: &Area,
+    profile: Profile,
+    evidence: EvidenceSource,
+) -> Result<AhAttr, ReplyError> {
+    match profile {
+        Profile::Kernel => {
+            let ev = match evidence {
+                EvidenceSource::Stamp => Evidence::Stamped(Stamp::DEFAULT),
+                EvidenceSource::None | EvidenceSource::Mlx5Sl => Evidence::None,
+            };
+            let a = kernel::init_ah_attr_from_wc_with(gids, &wc.kernel(), Some(area), ev)
+                .map_err(|f| ReplyError::Kernel(f.error))?;
+            a.to_ah_attr(64).map_err(ReplyError::Attr)
+        }
+        Profile::Libibverbs => {
+            let mut ibv = wc.ibv();
+            let ev = match evidence {
+                EvidenceSource::None => Evidence::None,
+                EvidenceSource::Stamp => Evidence::Stamped(Stamp::DEFAULT),
+                EvidenceSource::Mlx5Sl if gids.link_layer() == LinkLayer::Ethernet => {
+                    ibv.sl = 0;
+                    NetworkType::from_mlx5_sl(wc.sl).map_or(Evidence::None, Evidence::NetworkType)
+                }
+                EvidenceSource::Mlx5Sl => Evidence::None,
+            };
+            let a = libibverbs::init_ah_from_wc_with(gids, port, &ibv, Some(area), ev)
+                .map_err(|f| ReplyError::Libibverbs(f.error))?;
+            AhAttr::try_from(&a).map_err(ReplyError::Attr)
+        }
+    }
+}
 
 /// AH-table capacity of a [`Responder`].
 pub const RESPONDER_AH_SLOTS: usize = 1024;
@@ -111,33 +168,13 @@ impl Responder {
             self.ahs.retire_gid_change(&self.hal, &self.table, &fresh);
             self.table = fresh;
         }
-        let port = self.port.port;
-        match self.mode {
-            Mode::Kernel => {
-                let a = kernel::init_ah_attr_from_wc(&self.table, &msg.wc.kernel(), Some(&msg.area))
-                    .map_err(|f| ReplyError::Kernel(f.error))?;
-                // Route resolution is the backend's: the mock's neighbour
-                // table resolves the MAC at create time; hop limit 64.
-                a.to_ah_attr(64).map_err(ReplyError::Attr)
-            }
-            m => {
-                let evidence = match m {
-                    Mode::LibibverbsMlx5Sl => {
-                        NetworkType::from_mlx5_sl(msg.wc.sl).map_or(Evidence::None, Evidence::NetworkType)
-                    }
-                    Mode::LibibverbsStamped => Evidence::Stamped(Stamp::DEFAULT),
-                    _ => Evidence::None,
-                };
-                let mut wc = msg.wc.ibv();
-                if m == Mode::LibibverbsMlx5Sl && self.table.link_layer() == udah_core::LinkLayer::Ethernet {
-                    // mlx5 reports the packet type, not an SL, on RoCE.
-                    wc.sl = 0;
-                }
-                let a = libibverbs::init_ah_from_wc_with(&self.table, port, &wc, Some(&msg.area), evidence)
-                    .map_err(|f| ReplyError::Libibverbs(f.error))?;
-                AhAttr::try_from(&a).map_err(ReplyError::Attr)
-            }
-        }
+        let (profile, evidence) = match self.mode {
+            Mode::Libibverbs => (Profile::Libibverbs, EvidenceSource::None),
+            Mode::LibibverbsMlx5Sl => (Profile::Libibverbs, EvidenceSource::Mlx5Sl),
+            Mode::LibibverbsStamped => (Profile::Libibverbs, EvidenceSource::Stamp),
+            Mode::Kernel => (Profile::Kernel, EvidenceSource::None),
+        };
+        completion_attr(&self.table, self.port.port, &msg.wc, &msg.area, profile, evidence)
     }
 
     /// Answers one received message: AH from the completion, then a reply

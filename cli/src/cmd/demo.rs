@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 use serde::Serialize;
-use udah_core::ah::{AhAttr, kernel, libibverbs};
+use udah_core::ah::Profile;
 use udah_core::hal::Hal;
 use udah_core::table::AhTable;
-use udah_core::wire::{Area, Evidence, NetworkType, Stamp};
+use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
+use udah_hal_mock::responder::{EvidenceSource, ReplyError, completion_attr};
 use udah_hal_mock::scenario::{Family, Scenario};
 use udah_hal_mock::{Faults, FrontFill, MockHal, MockWc, PortId, Qpn, Quirks};
 
@@ -192,9 +193,7 @@ struct Responder<'a> {
 #[derive(Debug)]
 enum Refusal {
     Resolve(udah_core::table::ResolveError<udah_hal_mock::MockError>),
-    Libibverbs(udah_core::IbvError),
-    Kernel(udah_core::KernelError),
-    Attr(udah_core::ah::AttrError),
+    Attr(ReplyError),
     Table(udah_core::table::TableError<udah_hal_mock::MockError>),
 }
 
@@ -203,9 +202,7 @@ impl Refusal {
         match self {
             Refusal::Resolve(udah_core::table::ResolveError::Attr(f)) => format!("libibverbs: {}", f.error),
             Refusal::Resolve(e) => format!("{e:?}"),
-            Refusal::Libibverbs(e) => format!("libibverbs: {e}"),
-            Refusal::Kernel(e) => format!("kernel: {e}"),
-            Refusal::Attr(e) => format!("attribute: {e}"),
+            Refusal::Attr(e) => e.to_string(),
             Refusal::Table(e) => format!("AH table: {e:?}"),
         }
     }
@@ -217,36 +214,19 @@ impl Responder<'_> {
     fn resolve(&self, c: &Completion) -> Result<udah_core::table::AhHandle<udah_hal_mock::MockAh>, Refusal> {
         let gids = if c.port.port == 1 { self.ib } else { self.roce };
         let port = c.port.port;
-        let attr: AhAttr = match (self.profile, self.evidence) {
+        let (profile, evidence) = match (self.profile, self.evidence) {
             (ProfileArg::Libibverbs, EvidenceArg::None) => {
                 return TABLE.resolve(self.hal, gids, port, &c.wc.ibv(), &c.area).map_err(Refusal::Resolve);
             }
-            (ProfileArg::Libibverbs, ev) => {
-                let mut wc = c.wc.ibv();
-                let evidence = match ev {
-                    EvidenceArg::Stamp => Evidence::Stamped(Stamp::DEFAULT),
-                    _ if gids.link_layer() == LinkLayer::Ethernet => {
-                        let t = NetworkType::from_mlx5_sl(wc.sl);
-                        wc.sl = 0; // mlx5 reports the packet type there, not an SL
-                        t.map_or(Evidence::None, Evidence::NetworkType)
-                    }
-                    _ => Evidence::None,
-                };
-                let a = libibverbs::init_ah_from_wc_with(gids, port, &wc, Some(&c.area), evidence)
-                    .map_err(|f| Refusal::Libibverbs(f.error))?;
-                AhAttr::try_from(&a).map_err(Refusal::Attr)?
-            }
-            (ProfileArg::Kernel, ev) => {
-                let evidence = match ev {
-                    EvidenceArg::Stamp => Evidence::Stamped(Stamp::DEFAULT),
-                    _ => Evidence::None,
-                };
-                let a = kernel::init_ah_attr_from_wc_with(gids, &c.wc.kernel(), Some(&c.area), evidence)
-                    .map_err(|f| Refusal::Kernel(f.error))?;
-                // The route hop limit is the backend's to resolve; the mock's is 64.
-                a.to_ah_attr(64).map_err(Refusal::Attr)?
-            }
+            (ProfileArg::Libibverbs, _) => (Profile::Libibverbs, self.evidence),
+            (ProfileArg::Kernel, _) => (Profile::Kernel, self.evidence),
         };
+        let evidence = match evidence {
+            EvidenceArg::None => EvidenceSource::None,
+            EvidenceArg::Stamp => EvidenceSource::Stamp,
+            EvidenceArg::Mlx5 => EvidenceSource::Mlx5Sl,
+        };
+        let attr = completion_attr(gids, port, &c.wc, &c.area, profile, evidence).map_err(Refusal::Attr)?;
         TABLE.get_or_create(self.hal, &attr).map_err(Refusal::Table)
     }
 }
