@@ -1171,11 +1171,12 @@ where
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
         block: bool,
     ) -> usize {
+        // Check for room before taking a completion, so that an iterator
+        // passed by reference (`iter.by_ref()`) keeps what was not resolved.
+        let mut it = completions.into_iter();
         let mut n = 0usize;
-        for (wc, area) in completions {
-            if out.is_full() {
-                break;
-            }
+        while !out.is_full() {
+            let Some((wc, area)) = it.next() else { break };
             out.push(self.resolve_with(hal, gids, port, wc, area, block));
             n = n.wrapping_add(1);
         }

@@ -362,3 +362,28 @@ fn a_panicking_backend_does_not_wedge_the_key() {
     assert_eq!((st.creates, st.live, st.entries), (1, 1, 1));
     assert_eq!(hal.live(), 1);
 }
+
+#[test]
+fn a_full_batch_leaves_the_rest_of_the_completions() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let mut gids: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
+    gids.set(1, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2)).unwrap();
+    let mut area = [0u8; 40];
+    crate::wire::Ipv4Repr { ttl: 64, protocol: 17, src: [10, 0, 0, 2], dst: [10, 0, 0, 1], ..Default::default() }
+        .emit(&mut area);
+    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    let completions = [(&wc, &area); 5];
+    let mut it = completions.into_iter();
+    let mut out: ArrayVec<_, 2> = ArrayVec::new();
+    assert_eq!(t.resolve_batch(&hal, &gids, 1, it.by_ref(), &mut out), 2);
+    assert_eq!(it.len(), 3, "a full batch must not swallow the next completion");
+    for r in out.drain(..) {
+        t.release(&hal, r.unwrap()).unwrap();
+    }
+    assert_eq!(t.resolve_batch(&hal, &gids, 1, it.by_ref(), &mut out), 2);
+    assert_eq!(it.len(), 1);
+    for r in out {
+        t.release(&hal, r.unwrap()).unwrap();
+    }
+}
