@@ -9,7 +9,8 @@
 //! The backend records its live AHs in a bit mask, so each model can check
 //! that no handle ever holds a destroyed AH or another key's AH, that nothing
 //! is destroyed twice, and that `creates − destroys` is the number of live
-//! backend AHs at the end.
+//! backend AHs at the end; and that the table counted every hit exactly
+//! (the hit count lives partly in the lifecycle word).
 
 // Put in a module instead of using #![cfg(..)] to work around a rustc/cargo
 // bug (as crossbeam-epoch's tests/loom.rs does).
@@ -101,13 +102,16 @@ mod tests {
 
     type Shared<const N: usize> = Arc<(AhTable<LoomHal, N>, LoomHal)>;
 
-    fn reader<const N: usize>(s: &Shared<N>, dlid: u16) {
+    /// A `get` and its release; returns whether it hit.
+    fn reader<const N: usize>(s: &Shared<N>, dlid: u16) -> bool {
         let (t, hal) = &**s;
         if let Some(h) = t.get(&attr(dlid)) {
             assert!(hal.alive(h.ah()), "hit on a destroyed AH");
             assert_eq!(hal.dlid_of(h.ah()), dlid, "hit on another key's AH");
             t.release(hal, h).unwrap();
+            return true;
         }
+        false
     }
 
     /// Two readers hit key 1 while a writer inserts key 2 into the only slot,
@@ -139,9 +143,8 @@ mod tests {
                     Err(e) => panic!("{e:?}"),
                 }
             }
-            for r in readers {
-                r.join().unwrap();
-            }
+            let hits: u64 = readers.into_iter().map(|r| u64::from(r.join().unwrap())).sum();
+            assert_eq!(s.0.stats().hits, hits, "every hit counted once");
             s.1.check_end(&s.0);
         });
     }
@@ -162,6 +165,7 @@ mod tests {
             };
             let r = s.0.get_or_create(&s.1, &attr(2));
             t1.join().unwrap();
+            assert_eq!((s.0.stats().hits, s.0.stats().misses), (0, 2));
             match r {
                 Ok(h2) => {
                     assert_eq!(s.1.dlid_of(h2.ah()), 2);
@@ -188,6 +192,9 @@ mod tests {
             let b = t1.join().unwrap();
             assert_eq!(a.ah(), b.ah());
             assert_eq!(s.1.creates.load(Ordering::Relaxed), 1);
+            let st = s.0.stats();
+            assert!(st.misses >= 1, "someone created");
+            assert_eq!(st.hits + st.misses, 2, "every look-up is one hit or one miss");
             s.0.release(&s.1, a).unwrap();
             s.0.release(&s.1, b).unwrap();
             s.1.check_end(&s.0);
@@ -208,7 +215,8 @@ mod tests {
                 thread::spawn(move || reader(&s, 1))
             };
             assert_eq!(s.0.retire_all(&s.1), 1);
-            t1.join().unwrap();
+            let hit = t1.join().unwrap();
+            assert_eq!(s.0.stats().hits, u64::from(hit));
             assert!(!s.1.alive(t0), "retired, unreferenced AH must be gone");
             assert!(s.0.get(&attr(1)).is_none());
             s.1.check_end(&s.0);

@@ -39,11 +39,15 @@
 //!
 //! `N` slots (a power of two, at most 2²⁴), each with a 64-byte hot part
 //! (lifecycle word, the key packed in four `AtomicU64`, the AH as an
-//! [`AhToken`], a hit counter) and a cold part (L2 facts, birth time, GID
-//! generation). A key lives in one of the [`WINDOW`](AhTable::WINDOW) slots
-//! following its hash (at most 8): look-ups scan that window, so a deleted
-//! entry needs no tombstone. The lifecycle word packs a 40-bit generation, a
-//! state, a CLOCK bit and a 20-bit refcount (`slot.rs`).
+//! [`AhToken`], a hit carry counter) and a cold part (L2 facts, birth time,
+//! GID generation). A key lives in one of the [`WINDOW`](AhTable::WINDOW)
+//! slots following its hash (at most 8): look-ups scan that window, so a
+//! deleted entry needs no tombstone. The lifecycle word packs the low 8 bits
+//! of the slot's hit count, a 32-bit generation, a state, a CLOCK bit and a
+//! 20-bit refcount (`slot.rs`), so that a hit — reference, CLOCK bit and hit
+//! statistic — is one compare-and-swap, the only locked instruction of a hit
+//! but for one `fetch_add` every 256 hits on a slot, when the hit field
+//! wraps.
 //!
 //! # What waits on what
 //!
@@ -78,9 +82,10 @@
 //! 1. loads `M` (`Acquire`) and goes on only if it is `LIVE`;
 //! 2. loads the four key words and the AH token (`Relaxed`);
 //! 3. issues `fence(Acquire)`;
-//! 4. compare-and-swaps `M` → `M + 1` (one more reference, CLOCK bit set),
-//!    `Acquire` on success *and* failure: on failure it goes back to step 2
-//!    with the value the CAS saw, at most [`MAX_READ_RETRIES`] times.
+//! 4. compare-and-swaps `M` → `M + 1 + 2⁵⁶` (one more reference, one more
+//!    hit in the word's top byte, CLOCK bit set), `Acquire` on success *and*
+//!    failure: on failure it goes back to step 2 with the value the CAS saw,
+//!    at most [`MAX_READ_RETRIES`] times.
 //!
 //! The key and token of a slot change only while its word is `BUSY`, and a
 //! writer makes it `BUSY` with a CAS (which reads the latest `M`), then issues
@@ -91,11 +96,16 @@
 //! step 4 proves that every word read in step 2 belongs to the entry
 //! published as `M`, and it takes the reference atomically with that proof:
 //! the entry cannot be evicted or destroyed in between, because those need
-//! `M` with refcount 0 and move it away with a CAS too. The 40-bit generation
-//! makes `M` unique per incarnation of the slot (ABA would need 2⁴⁰ reuses of
-//! one slot during one read). Every datum is an atomic: there is no data race
-//! to reason about, and the crate stays `#![forbid(unsafe_code)]`. loom checks
-//! the protocol (`tests/loom_table.rs`).
+//! `M` with refcount 0 and move it away with a CAS too. The 32-bit generation
+//! makes `M` unique per incarnation of the slot: ABA would need the slot to
+//! come back to the same generation — 2³² − 1 reuses of that one slot, each a
+//! backend `create_ah`, between the reader's first load and its CAS — and to
+//! the same hit field, refcount and CLOCK bit. (Within one incarnation `M`
+//! does repeat — references come and go, the hit field wraps — but the key
+//! and token do not change, so a CAS that succeeds on a repeated `M` is
+//! right.) Every datum is an atomic: there is no data race to reason about,
+//! and the crate stays `#![forbid(unsafe_code)]`. loom checks the protocol
+//! (`tests/loom_table.rs`).
 //!
 //! Releases decrement with `Release`; the thread that takes an entry's word
 //! from refcount 0 (eviction, retirement) or from 1 (the last release of a
@@ -106,11 +116,15 @@
 //!
 //! An [`AhHandle`] carries the AH, the slot and the generation. It is neither
 //! `Clone` nor `Copy`, and [`release`](AhTable::release) consumes it, so in
-//! safe code a handle cannot be released twice. A handle whose entry is gone
-//! gives [`TableError::StaleHandle`] (its generation no longer matches). A
-//! handle of *another* table gives `StaleHandle` unless its slot and 40-bit
-//! generation happen to equal a live incarnation here; each table's
-//! generations start from their own seed, so that takes a deliberate forgery.
+//! safe code a handle cannot be released twice, and its reference keeps its
+//! incarnation alive: a handle of this table is never stale. A handle of
+//! *another* table gives [`TableError::StaleHandle`] unless its slot and
+//! 32-bit generation happen to equal a live incarnation here. Each table's
+//! generations start from their own seed, spread over the 32 bits, and a
+//! slot moves on by one generation per create in it, so that takes a
+//! deliberate forgery or two tables whose slots have drifted by billions of
+//! creates into step (with the 40-bit generations before the hit field moved
+//! into the word, 256 times less likely).
 //! Either way nothing is ever destroyed twice: `destroy_ah` is called only by
 //! the one thread that moved an incarnation's word to `BUSY`, and a release
 //! never takes a refcount below zero.
@@ -120,8 +134,9 @@
 //! * loom, four models over the real code (atomics via `crate::sync`):
 //!   `RUSTFLAGS="--cfg loom -C debug-assertions=on" LOOM_MAX_PREEMPTIONS=2
 //!   cargo test -p udah-core --release --test loom_table`;
-//! * Miri over the unit tests: `MIRIFLAGS="-Zmiri-strict-provenance"
-//!   cargo +nightly miri test -p udah-core --lib table`;
+//! * Miri over the unit tests: `MIRIFLAGS="-Zmiri-strict-provenance
+//!   -Zmiri-symbolic-alignment-check" cargo +nightly miri test -p udah-core
+//!   --lib -- table`;
 //! * a model-based property test against a `HashMap` model
 //!   (`tests/table_model.rs`, invariants listed there), a 2 × 1,000,000-op
 //!   stress test (`tests/table_stress.rs`, `UDAH_TABLE_STRESS_OPS`), and a
@@ -173,8 +188,8 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
 use self::slot::{
-    BUSY, CREATING, ColdSlot, FREE, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED, STATE_MASK, USED, generation,
-    next_generation, pack, refs, state, with_state,
+    BUSY, CREATING, ColdSlot, FREE, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED, STATE_MASK, USED,
+    generation, hit_field, next_generation, rebuild, refs, state, with_state,
 };
 use crate::ah::{AhAttr, AttrError, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
@@ -203,7 +218,7 @@ const MAX_ROUNDS: u32 = 64;
 pub struct AhHandle<A> {
     ah: A,
     slot: u32,
-    generation: u64,
+    generation: u32,
 }
 
 impl<A: Copy> AhHandle<A> {
@@ -219,10 +234,10 @@ impl<A: Copy> AhHandle<A> {
         self.slot as usize
     }
 
-    /// The slot generation (40 bits).
+    /// The slot generation (32 bits).
     #[inline]
     pub fn generation(&self) -> u64 {
-        self.generation
+        u64::from(self.generation)
     }
 }
 
@@ -291,7 +306,10 @@ impl<E: fmt::Debug> core::error::Error for ResolveError<E> {}
 #[non_exhaustive]
 pub struct TableStats {
     /// Look-ups answered by the lock-free fast path (each look-up counts
-    /// once, as a hit or as a miss).
+    /// once, as a hit or as a miss). Exact for every look-up that has
+    /// returned; while look-ups run, a snapshot may miss up to 255 hits of a
+    /// slot whose 256th hit is between its CAS and its carry (so two
+    /// snapshots taken during a run may even decrease).
     pub hits: u64,
     /// Look-ups that went to the slow path (including those that then found
     /// the entry another thread had just created).
@@ -352,7 +370,7 @@ pub type ResolveResult<A, E> = Result<AhHandle<A>, ResolveError<E>>;
 /// What the lock-free probe found.
 enum Probe {
     /// A reference was taken: slot, generation, AH token.
-    Hit(u32, u64, u64),
+    Hit(u32, u32, u64),
     /// The key is being created in this slot; its word is the `u64`.
     Pending(usize, u64),
     /// Not found (or a CAS kept failing).
@@ -367,8 +385,8 @@ enum Claim {
     Existing(usize, u64),
     /// A create in progress for the key: slot and word.
     Creating(usize, u64),
-    /// A slot now `CREATING` for the key: slot, generation, and the AH token
-    /// of the unreferenced entry it evicted.
+    /// A slot now `CREATING` for the key: slot, its word, and the AH token of
+    /// the unreferenced entry it evicted.
     Claimed(usize, u64, Option<u64>),
     /// No free, cached or matching slot in the window.
     Full,
@@ -473,8 +491,13 @@ impl<H, const N: usize> AhTable<H, N> {
         let mut hits = 0u64;
         let mut entries = 0u64;
         for s in &self.slots {
-            hits = hits.wrapping_add(ld(&s.hits));
-            let st = state(s.meta.load(Ordering::Relaxed));
+            // The carried hits, then the word's hit field: a hit that wraps
+            // the field adds its carry after its CAS, so a snapshot taken
+            // meanwhile may lag by up to 256 hits on that slot.
+            let carried = ld(&s.hits);
+            let m = s.meta.load(Ordering::Relaxed);
+            hits = hits.wrapping_add(carried).wrapping_add(hit_field(m));
+            let st = state(m);
             entries = entries.wrapping_add(u64::from(st == LIVE || st == RETIRED || st == CREATING));
         }
         let (creates, destroys) = (ld(&c.creates), ld(&c.destroys));
@@ -554,18 +577,23 @@ impl<H, const N: usize> AhTable<H, N> {
             let mut m = slot.meta.load(Ordering::Acquire);
             let mut tries = 0u32;
             loop {
+                // The key first (these loads follow the `Acquire` load of `m`
+                // whatever the order of the tests), so that the state test on
+                // the hit path is a single compare.
+                if !Self::key_matches(slot, key) {
+                    break;
+                }
                 if m & STATE_MASK != LIVE_BITS {
-                    if state(m) == CREATING && Self::key_matches(slot, key) {
+                    if state(m) == CREATING {
                         return Probe::Pending(idx, m);
                     }
                     break;
                 }
-                if !Self::key_matches(slot, key) {
-                    break;
-                }
                 let token = slot.ah.load(Ordering::Relaxed);
                 fence(Ordering::Acquire);
-                let next = m.wrapping_add(1);
+                // One more reference and one more hit (the hit field wraps
+                // off the top of the word; `slot.rs`).
+                let next = m.wrapping_add(HIT_STEP);
                 if next & REF_MAX == 0 {
                     return Probe::Overflow;
                 }
@@ -574,7 +602,13 @@ impl<H, const N: usize> AhTable<H, N> {
                 // version returning a stale token).
                 match slot.meta.compare_exchange(m, next | USED, Ordering::Acquire, Ordering::Acquire) {
                     Ok(_) => {
-                        bump(&slot.hits);
+                        // This hit wrapped the hit field (refcount ≥ 1, so the
+                        // word is below `HIT_STEP` exactly when the field is
+                        // 0): carry 256 into the slot's counter, once per 256
+                        // hits.
+                        if next < HIT_STEP {
+                            slot.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
+                        }
                         return Probe::Hit(idx as u32, generation(m), token);
                     }
                     Err(cur) => {
@@ -667,14 +701,14 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The first generation of a never-used slot, drawn once per table (under
     /// the writer lock) from a process-wide counter, so that the handles of
     /// two tables differ in generation, not only by chance.
-    fn seed(&self) -> u64 {
+    fn seed(&self) -> u32 {
         let s = self.seed.load(Ordering::Relaxed);
         if s != 0 {
-            return s;
+            return s as u32;
         }
         let n = crate::sync::TABLE_SEEDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        let s = ((n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 24) & slot::GEN_MASK).max(1);
-        self.seed.store(s, Ordering::Relaxed);
+        let s = ((n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32).max(1);
+        self.seed.store(u64::from(s), Ordering::Relaxed);
         s
     }
 
@@ -688,8 +722,10 @@ impl<H, const N: usize> AhTable<H, N> {
         for (d, w) in slot.key.iter().zip(key.0) {
             d.store(w, Ordering::Relaxed);
         }
-        slot.meta.store(pack(generation, CREATING, false, 0), Ordering::Release);
-        Claim::Claimed(idx, generation, victim)
+        // The BUSY word kept `m`'s hit field, and so does this one.
+        let creating = rebuild(m, generation, CREATING, false, 0);
+        slot.meta.store(creating, Ordering::Release);
+        Claim::Claimed(idx, creating, victim)
     }
 
     /// Every slot: `LIVE` entries for which `judge` says so are retired.
@@ -741,7 +777,7 @@ where
     H::Ah: AhToken,
 {
     #[inline]
-    fn handle(slot: u32, generation: u64, token: u64) -> AhHandle<H::Ah> {
+    fn handle(slot: u32, generation: u32, token: u64) -> AhHandle<H::Ah> {
         AhHandle { ah: H::Ah::from_token(token), slot, generation }
     }
 
@@ -821,24 +857,24 @@ where
                     self.wait_change(idx, m);
                 }
                 Claim::Full => return Err(TableError::Full),
-                Claim::Claimed(idx, generation, victim) => {
+                Claim::Claimed(idx, creating, victim) => {
                     if let Some(token) = victim {
                         let _ = self.destroy(hal, token); // counted in the stats; the AH is gone anyway
                     }
-                    return self.create(hal, idx, generation, attr);
+                    return self.create(hal, idx, creating, attr);
                 }
             }
         }
         Err(TableError::Contended)
     }
 
-    /// Slot `idx` is `CREATING` with `generation` and ours: creates the AH
-    /// (no lock held) and publishes it with one reference.
+    /// Slot `idx` is `CREATING` with the word `creating` and ours: creates the
+    /// AH (no lock held) and publishes it with one reference.
     fn create(
         &self,
         hal: &H,
         idx: usize,
-        generation: u64,
+        creating: u64,
         attr: &AhAttr,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
@@ -848,7 +884,7 @@ where
         // that panics (and unwinds) inside `resolve_l2` or `create_ah`:
         // waiters on the same key then find the slot free and retry instead
         // of waiting for a create that will never finish.
-        let guard = FreeOnDrop { meta: &slot.meta, generation };
+        let guard = FreeOnDrop { meta: &slot.meta, creating };
         let fail = |e: H::Error| {
             bump(&self.counters.backend_failures);
             Err(TableError::Backend(e))
@@ -882,7 +918,8 @@ where
         c1.store(l1, Ordering::Relaxed);
         cold.born.store(self.clock.load(Ordering::Relaxed), Ordering::Relaxed);
         cold.gid_generation.store(gid_generation, Ordering::Relaxed);
-        let live = pack(generation, LIVE, true, 1);
+        let generation = generation(creating);
+        let live = rebuild(creating, generation, LIVE, true, 1);
         core::mem::forget(guard);
         slot.meta.store(live, Ordering::Release);
         if hal.gid_generation(port) != gid_generation {
@@ -925,12 +962,12 @@ where
         r
     }
 
-    /// Slot `idx` is `BUSY` (from the word `m`) and ours: destroys its AH and
-    /// frees it.
+    /// Slot `idx` is `BUSY` (from the word `m`, whose hit field it kept) and
+    /// ours: destroys its AH and frees it.
     fn destroy_and_free(&self, hal: &H, idx: usize, m: u64, token: u64) -> Result<(), H::Error> {
         let r = self.destroy(hal, token);
         if let Some(slot) = self.slots.get(idx) {
-            slot.meta.store(pack(generation(m), FREE, false, 0), Ordering::Release);
+            slot.meta.store(rebuild(m, generation(m), FREE, false, 0), Ordering::Release);
         }
         r
     }
@@ -974,7 +1011,7 @@ where
                 return Err(TableError::StaleHandle);
             }
             let last = st == RETIRED && refs(m) == 1;
-            let new = if last { pack(generation(m), BUSY, false, 0) } else { m.wrapping_sub(1) };
+            let new = if last { rebuild(m, generation(m), BUSY, false, 0) } else { m.wrapping_sub(1) };
             match slot.meta.compare_exchange_weak(m, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if last => {
                     let token = slot.ah.load(Ordering::Relaxed);
@@ -1184,16 +1221,18 @@ where
     }
 }
 
-/// Stores `FREE` (same generation) into a `CREATING` slot's word when
-/// dropped; [`AhTable::create`] forgets it once the entry is published.
+/// Stores `FREE` (same generation, same hit field) into a `CREATING` slot's
+/// word `creating` when dropped; [`AhTable::create`] forgets it once the
+/// entry is published.
 struct FreeOnDrop<'a> {
     meta: &'a AtomicU64,
-    generation: u64,
+    creating: u64,
 }
 
 impl Drop for FreeOnDrop<'_> {
     fn drop(&mut self) {
-        self.meta.store(pack(self.generation, FREE, false, 0), Ordering::Release);
+        let m = self.creating;
+        self.meta.store(rebuild(m, generation(m), FREE, false, 0), Ordering::Release);
     }
 }
 

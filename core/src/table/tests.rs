@@ -128,18 +128,18 @@ fn stale_release_is_an_error() {
     let hal = Counting::default();
     let t = T8::new();
     let a = t.get_or_create(&hal, &attr(1)).unwrap();
-    let forged = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation() ^ 1 };
+    let forged = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation ^ 1 };
     assert_eq!(t.release(&hal, forged), Err(TableError::StaleHandle));
     let out_of_range = AhHandle { ah: 0, slot: 99, generation: 0 };
     assert_eq!(t.release(&hal, out_of_range), Err(TableError::StaleHandle));
-    let copy = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation() };
+    let copy = AhHandle { ah: a.ah(), slot: a.slot, generation: a.generation };
     t.release(&hal, a).unwrap();
     // The only reference is gone: a second release of the same reference.
     assert_eq!(t.release(&hal, copy), Err(TableError::StaleHandle));
     assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
     // Retire, then a release through a handle of the old incarnation.
     let b = t.get_or_create(&hal, &attr(1)).unwrap();
-    let copy = AhHandle { ah: b.ah(), slot: b.slot, generation: b.generation() };
+    let copy = AhHandle { ah: b.ah(), slot: b.slot, generation: b.generation };
     assert_eq!(t.retire_all(&hal), 1);
     t.release(&hal, b).unwrap();
     assert_eq!(t.release(&hal, copy), Err(TableError::StaleHandle));
@@ -269,10 +269,10 @@ fn pending_and_try() {
     let t = T8::new();
     // Simulate another thread's create in progress by claiming by hand.
     let key = Key::new(&attr(1));
-    let Claim::Claimed(idx, generation, None) = t.claim(&key) else { panic!("claim") };
+    let Claim::Claimed(idx, creating, None) = t.claim(&key) else { panic!("claim") };
     assert!(t.get(&attr(1)).is_none());
     assert_eq!(t.try_get_or_create(&hal, &attr(1)).err(), Some(TableError::Pending));
-    let h = t.create(&hal, idx, generation, &attr(1)).unwrap();
+    let h = t.create(&hal, idx, creating, &attr(1)).unwrap();
     let g = t.try_get_or_create(&hal, &attr(1)).unwrap();
     assert_eq!(g.ah(), h.ah());
     t.release(&hal, h).unwrap();
@@ -386,4 +386,76 @@ fn a_full_batch_leaves_the_rest_of_the_completions() {
     for r in out {
         t.release(&hal, r.unwrap()).unwrap();
     }
+}
+
+/// The hit count lives partly in the lifecycle word (its low 8 bits) and
+/// partly in the slot's carry counter: drive a slot past several wraps of
+/// the word's field, through eviction, retirement, a failed and a panicking
+/// create and reuse by other keys, and check that `stats().hits` counts
+/// every hit exactly.
+#[test]
+fn hits_are_exact_across_wraps_and_reuse() {
+    let hal = Counting::default();
+    let t: AhTable<Counting, 1> = AhTable::new();
+    let mut hits = 0u64;
+    let check = |hits: u64| assert_eq!(t.stats().hits, hits);
+    // Hit-and-release, 600 times: the field wraps twice.
+    let h = t.get_or_create(&hal, &attr(1)).unwrap();
+    t.release(&hal, h).unwrap();
+    for i in 0..600 {
+        let h = if i % 2 == 0 { t.get(&attr(1)).unwrap() } else { t.get_or_create(&hal, &attr(1)).unwrap() };
+        t.release(&hal, h).unwrap();
+        hits += 1;
+        check(hits);
+    }
+    // 300 references at once (refcount and hit field move together).
+    let held: Vec<_> = (0..300).map(|_| t.get(&attr(1)).unwrap()).collect();
+    hits += 300;
+    check(hits);
+    // `retain` and the slow path's acquire are not hits.
+    let extra = t.retain(&held[0]).unwrap();
+    for h in held.into_iter().chain([extra]) {
+        t.release(&hal, h).unwrap();
+    }
+    check(hits);
+    // Eviction by another key: the slot is reused, the hits stay.
+    let h = t.get_or_create(&hal, &attr(2)).unwrap();
+    assert_eq!(t.stats().evictions, 1);
+    check(hits);
+    for _ in 0..200 {
+        t.release(&hal, t.get(&attr(2)).unwrap()).unwrap();
+        hits += 1;
+    }
+    check(hits);
+    // Retired while referenced; the last release destroys and frees.
+    assert_eq!(t.retire_all(&hal), 1);
+    t.release(&hal, h).unwrap();
+    check(hits);
+    assert_eq!(hal.live(), 0);
+    // A failed and a panicking create on the free slot keep the hits too.
+    hal.fail_next.store(true, Ordering::Relaxed);
+    assert!(t.get_or_create(&hal, &attr(3)).is_err());
+    hal.panic_next.store(true, Ordering::Relaxed);
+    let r = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| t.get_or_create(&hal, &attr(3))));
+    assert!(r.is_err());
+    check(hits);
+    // Retired while unreferenced (destroyed at once), then reused again.
+    let h = t.get_or_create(&hal, &attr(3)).unwrap();
+    for _ in 0..57 {
+        t.release(&hal, t.get(&attr(3)).unwrap()).unwrap();
+        hits += 1;
+    }
+    t.release(&hal, h).unwrap();
+    assert_eq!(t.retire_all(&hal), 1);
+    check(hits);
+    let h = t.get_or_create(&hal, &attr(4)).unwrap();
+    let again = t.get(&attr(4)).unwrap();
+    hits += 1;
+    check(hits);
+    for h in [h, again] {
+        t.release(&hal, h).unwrap();
+    }
+    let s = t.stats();
+    assert_eq!((s.hits, s.misses), (hits, 6));
+    assert_eq!((hal.bad.load(Ordering::Relaxed), s.live), (0, hal.live() as u64));
 }
