@@ -188,8 +188,8 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
 use self::slot::{
-    BUSY, CREATING, ColdSlot, FREE, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED, STATE_MASK, USED,
-    generation, hit_field, next_generation, rebuild, refs, state, with_state,
+    BUSY, CREATING, ColdSlot, FREE, GEN_BITS, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED,
+    STATE_MASK, USED, generation, hit_field, live_bits, next_generation, rebuild, refs, state, with_state,
 };
 use crate::ah::{AhAttr, AttrError, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
@@ -362,6 +362,14 @@ impl Counters {
 #[inline]
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Whether the word `m` of a slot that is not `LIVE` is `CREATING`: the
+/// probe's rare case, out of line so that the hit path tests `LIVE` first.
+#[cold]
+#[inline(never)]
+fn not_live_is_creating(m: u64) -> bool {
+    state(m) == CREATING
 }
 
 /// One result of [`AhTable::resolve_batch`].
@@ -584,7 +592,7 @@ impl<H, const N: usize> AhTable<H, N> {
                     break;
                 }
                 if m & STATE_MASK != LIVE_BITS {
-                    if state(m) == CREATING {
+                    if not_live_is_creating(m) {
                         return Probe::Pending(idx, m);
                     }
                     break;
@@ -1004,14 +1012,34 @@ where
     pub fn release(&self, hal: &H, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
         let idx = handle.slot as usize;
         let Some(slot) = self.slots.get(idx) else { return Err(TableError::StaleHandle) };
+        // The common case, a live entry of the handle's incarnation, in one
+        // compare of the word's generation and state; anything else (a
+        // retired entry, a stale handle) goes to `release_slow`.
+        let live = live_bits(handle.generation);
         let mut m = slot.meta.load(Ordering::Relaxed);
         loop {
+            if m & (GEN_BITS | STATE_MASK) != live || refs(m) == 0 {
+                return self.release_slow(hal, idx, handle.generation, m);
+            }
+            match slot.meta.compare_exchange_weak(m, m.wrapping_sub(1), Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(cur) => m = cur,
+            }
+        }
+    }
+
+    /// [`release`](Self::release) of a reference to slot `idx`, generation
+    /// `generation`, from the word `m`, in every case.
+    #[inline(never)]
+    fn release_slow(&self, hal: &H, idx: usize, generation: u32, mut m: u64) -> Result<(), TableError<H::Error>> {
+        let Some(slot) = self.slots.get(idx) else { return Err(TableError::StaleHandle) };
+        loop {
             let st = state(m);
-            if generation(m) != handle.generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
+            if self::generation(m) != generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
                 return Err(TableError::StaleHandle);
             }
             let last = st == RETIRED && refs(m) == 1;
-            let new = if last { rebuild(m, generation(m), BUSY, false, 0) } else { m.wrapping_sub(1) };
+            let new = if last { rebuild(m, generation, BUSY, false, 0) } else { m.wrapping_sub(1) };
             match slot.meta.compare_exchange_weak(m, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if last => {
                     let token = slot.ah.load(Ordering::Relaxed);

@@ -45,6 +45,8 @@ pub(crate) const STATE_MASK: u64 = 0b111 << STATE_SHIFT;
 pub(crate) const USED: u64 = 1 << 23;
 /// Generations are the 32 bits from here.
 const GEN_SHIFT: u32 = 24;
+/// The generation bits.
+pub(crate) const GEN_BITS: u64 = (u32::MAX as u64) << GEN_SHIFT;
 const HIT_SHIFT: u32 = 56;
 /// One hit in the hit field.
 pub(crate) const HIT_ONE: u64 = 1 << HIT_SHIFT;
@@ -79,6 +81,12 @@ pub(crate) const fn state(m: u64) -> u64 {
 #[inline]
 pub(crate) const fn generation(m: u64) -> u32 {
     (m >> GEN_SHIFT) as u32
+}
+
+/// The generation and state bits of a `LIVE` word of `generation`.
+#[inline]
+pub(crate) const fn live_bits(generation: u32) -> u64 {
+    ((generation as u64) << GEN_SHIFT) | LIVE_BITS
 }
 
 /// The hit field of `m` (hits on the slot modulo 256, not yet carried).
@@ -191,6 +199,7 @@ mod test {
                                 assert_eq!(hit_field(n), h, "a transition keeps the hit field");
                             }
                             assert_eq!(state(with_state(m, LIVE)), LIVE);
+                            assert_eq!(m & (GEN_BITS | STATE_MASK) == live_bits(g), s == LIVE);
                             assert_eq!((refs(with_state(m, LIVE)), generation(with_state(m, LIVE))), (r, g));
                             if r < REF_MAX {
                                 // A hit: one reference, one hit, nothing else
