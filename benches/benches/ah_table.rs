@@ -5,22 +5,32 @@
 //!   threads, against a UCX-style `Mutex<HashMap<AhAttr, (ah, refs)>>` and a
 //!   `RwLock<HashMap<AhAttr, (ah, AtomicU32 refs)>>` with the same semantics
 //!   (take a reference, give it back);
+//! * **hit only**: the same look-ups, timed without their releases: each
+//!   thread takes [`CHUNK`] references under the clock, then gives them back
+//!   with the clock stopped (so refcounts stay ≤ `CHUNK` × threads);
 //! * **resolve**: completion + 40-byte area → handle (`AhTable::resolve`)
-//!   against `init_ah_from_wc` + the same maps;
+//!   against `init_ah_from_wc` + the same maps, with its release, and
+//!   **resolve only** without (timed as *hit only*);
 //! * **miss**: every look-up creates, with a backend that sleeps like a RoCE
 //!   create (1 ms), at 1 and 2 threads: the table creates outside its lock,
 //!   the mutex baseline (as UCX does) inside.
 //!
 //! At 2 threads the reported time is per operation *per thread* (both
 //! threads run `iters` operations at once); "disjoint" gives each thread its
-//! own peers, "shared" makes both threads hit the same 64 AHs.
+//! own peers, "shared" makes both threads hit the same 64 AHs. In the *only*
+//! rows a thread's untimed releases may overlap the other thread's timed
+//! look-ups (in "shared", on the same entries). The summary's last column is
+//! the table's total rate over all threads.
 //!
 //! Instruction counts (no hardware counters needed): with
 //! `UDAH_AH_TABLE_ICOUNT_GATE=1` the binary runs itself under
 //! `valgrind --tool=callgrind` at two loop counts and checks ΔIr/ΔK (minus
-//! the bare loop) for the single-thread hit and `resolve` against gates set
-//! at today's figures plus ~3 % (the issue's targets, 100 and 300, are
-//! printed beside them; see the report for the gap):
+//! the bare loop) for the single-thread hit (`get_or_create`, reference
+//! kept), hit + release and `resolve` against gates set at measured figures
+//! plus ~3 % (hit 93.5 and hit + release 115.5 with the hit counted in the
+//! lifecycle word; `resolve`'s gate predates that and waits for the
+//! `init_ah_from_wc` rework). The issue's targets, 100 and 300, are printed
+//! beside them:
 //!
 //! ```text
 //! cargo bench -p udah-benches --bench ah_table                                   # criterion + ratios
@@ -201,6 +211,67 @@ fn parallel(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> Dur
     })
 }
 
+/// How many look-ups a thread times in a row before it releases them
+/// untimed (the *only* benchmarks).
+const CHUNK: u64 = 256;
+
+/// Thread `t`'s share of an *only* benchmark: `acquire(t, i)` for `i` in
+/// `0..iters`, timed in chunks of [`CHUNK`]; each chunk's results are then
+/// given to `release` with the clock stopped. Returns the timed total.
+/// Generic, not `dyn`, so that the look-up is inlined into the timed loop.
+#[inline(always)]
+fn chunked<X>(
+    t: usize,
+    iters: u64,
+    held: &mut Vec<X>,
+    acquire: &(impl Fn(usize, u64) -> X + Sync),
+    release: &(impl Fn(X) + Sync),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut i = 0u64;
+    while i < iters {
+        let end = iters.min(i + CHUNK);
+        let start = Instant::now();
+        for j in i..end {
+            held.push(acquire(t, j));
+        }
+        total += start.elapsed();
+        for x in held.drain(..) {
+            release(x);
+        }
+        i = end;
+    }
+    total
+}
+
+/// [`chunked`] on each of `threads` threads at once; returns the largest
+/// timed total (so criterion reports time per look-up per thread).
+fn parallel_only<X: Send>(
+    threads: usize,
+    iters: u64,
+    acquire: &(impl Fn(usize, u64) -> X + Sync),
+    release: &(impl Fn(X) + Sync),
+) -> Duration {
+    if threads == 1 {
+        return chunked(0, iters, &mut Vec::with_capacity(CHUNK as usize), acquire, release);
+    }
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut held = Vec::with_capacity(CHUNK as usize);
+                    barrier.wait();
+                    chunked(t, iters, &mut held, acquire, release)
+                })
+            })
+            .collect();
+        barrier.wait();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
+    })
+}
+
 /// Key `i` of thread `t`: disjoint halves, or all keys for both.
 #[inline]
 fn pick(attrs_len: usize, shared: bool, t: usize, i: u64) -> usize {
@@ -300,6 +371,78 @@ fn bench_hit(c: &mut Criterion, inp: &Inputs) {
     g.finish();
 }
 
+/// *hit only*: the look-ups of `bench_hit` without their releases (timed by
+/// [`parallel_only`]), at 1 and 2 threads.
+fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
+    let hal = BenchHal::new(None);
+    let table = Table::new();
+    let mutex = MutexMap::default();
+    let rw = RwMap::default();
+    for a in &inp.attrs {
+        let h = table.get_or_create(&hal, a).unwrap();
+        table.release(&hal, h).unwrap();
+        mutex.get(&hal, a);
+        mutex.release(a);
+        rw.get(&hal, a);
+        rw.release(a);
+    }
+    let n = inp.attrs.len();
+    for threads in [1usize, 2] {
+        let mut g = c.benchmark_group(format!("ah_table_hit_only_{threads}t"));
+        let modes: &[bool] = if threads == 1 { &[true] } else { &[false, true] };
+        for &shared in modes {
+            let sfx = match (threads, shared) {
+                (1, _) => "",
+                (_, false) => "_disjoint",
+                (_, true) => "_shared",
+            };
+            g.bench_function(format!("table{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only(
+                        threads,
+                        iters,
+                        &|t, i| {
+                            let h = table.get_or_create(&hal, black_box(&inp.attrs[pick(n, shared, t, i)])).unwrap();
+                            black_box(h.ah());
+                            h
+                        },
+                        &|h| table.release(&hal, h).unwrap(),
+                    )
+                })
+            });
+            g.bench_function(format!("mutex_hashmap{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only(
+                        threads,
+                        iters,
+                        &|t, i| {
+                            let k = pick(n, shared, t, i);
+                            black_box(mutex.get(&hal, black_box(&inp.attrs[k])));
+                            k
+                        },
+                        &|k| mutex.release(&inp.attrs[k]),
+                    )
+                })
+            });
+            g.bench_function(format!("rwlock_hashmap{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only(
+                        threads,
+                        iters,
+                        &|t, i| {
+                            let k = pick(n, shared, t, i);
+                            black_box(rw.get(&hal, black_box(&inp.attrs[k])));
+                            k
+                        },
+                        &|k| rw.release(&inp.attrs[k]),
+                    )
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
 fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
     let hal = BenchHal::new(None);
     let table = Table::new();
@@ -368,6 +511,59 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
         })
     });
     g.finish();
+
+    // Resolve only: the releases untimed (see `parallel_only`).
+    for threads in [1usize, 2] {
+        let mut g = c.benchmark_group(format!("ah_table_resolve_only_{threads}t"));
+        let shared = threads == 1;
+        let sfx = if threads == 1 { "" } else { "_disjoint" };
+        g.bench_function(format!("table{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel_only(
+                    threads,
+                    iters,
+                    &|t, i| {
+                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                        let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                        black_box(h.ah());
+                        h
+                    },
+                    &|h| table.release(&hal, h).unwrap(),
+                )
+            })
+        });
+        g.bench_function(format!("mutex_hashmap{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel_only(
+                    threads,
+                    iters,
+                    &|t, i| {
+                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                        let (ah, a) = baseline(&|a| mutex.get(&hal, a), black_box(wc), black_box(area));
+                        black_box(ah);
+                        a
+                    },
+                    &|a| mutex.release(&a),
+                )
+            })
+        });
+        g.bench_function(format!("rwlock_hashmap{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel_only(
+                    threads,
+                    iters,
+                    &|t, i| {
+                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                        let (ah, a) = baseline(&|a| rw.get(&hal, a), black_box(wc), black_box(area));
+                        black_box(ah);
+                        a
+                    },
+                    &|a| rw.release(&a),
+                )
+            })
+        });
+        g.finish();
+    }
 }
 
 fn bench_miss(c: &mut Criterion) {
@@ -420,49 +616,98 @@ fn summary(dir: &std::path::Path, since: SystemTime) {
         _ => "-".to_owned(),
     };
     println!("\nAH table summary (median ns per op; at 2 threads per op per thread; ratio = baseline / table)");
-    println!("| benchmark | table | Mutex<HashMap> | ratio | RwLock<HashMap> | ratio |");
-    println!("|---|---|---|---|---|---|");
-    for (name, t, mx, rw) in [
-        ("hit, 1 thread", "ah_table_hit_1t/table", "ah_table_hit_1t/mutex_hashmap", "ah_table_hit_1t/rwlock_hashmap"),
+    println!("| benchmark | table | Mutex<HashMap> | ratio | RwLock<HashMap> | ratio | table M op/s, all threads |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, threads, t, mx, rw) in [
         (
-            "hit, 2 threads, disjoint",
+            "hit only, 1 thread",
+            1,
+            "ah_table_hit_only_1t/table",
+            "ah_table_hit_only_1t/mutex_hashmap",
+            "ah_table_hit_only_1t/rwlock_hashmap",
+        ),
+        (
+            "hit only, 2 threads, disjoint",
+            2,
+            "ah_table_hit_only_2t/table_disjoint",
+            "ah_table_hit_only_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit only, 2 threads, shared",
+            2,
+            "ah_table_hit_only_2t/table_shared",
+            "ah_table_hit_only_2t/mutex_hashmap_shared",
+            "ah_table_hit_only_2t/rwlock_hashmap_shared",
+        ),
+        (
+            "hit + release, 1 thread",
+            1,
+            "ah_table_hit_1t/table",
+            "ah_table_hit_1t/mutex_hashmap",
+            "ah_table_hit_1t/rwlock_hashmap",
+        ),
+        (
+            "hit + release, 2 threads, disjoint",
+            2,
             "ah_table_hit_2t/table_disjoint",
             "ah_table_hit_2t/mutex_hashmap_disjoint",
             "ah_table_hit_2t/rwlock_hashmap_disjoint",
         ),
         (
-            "hit, 2 threads, shared",
+            "hit + release, 2 threads, shared",
+            2,
             "ah_table_hit_2t/table_shared",
             "ah_table_hit_2t/mutex_hashmap_shared",
             "ah_table_hit_2t/rwlock_hashmap_shared",
         ),
         (
-            "resolve, 1 thread",
+            "resolve only, 1 thread",
+            1,
+            "ah_table_resolve_only_1t/table",
+            "ah_table_resolve_only_1t/mutex_hashmap",
+            "ah_table_resolve_only_1t/rwlock_hashmap",
+        ),
+        (
+            "resolve only, 2 threads, disjoint",
+            2,
+            "ah_table_resolve_only_2t/table_disjoint",
+            "ah_table_resolve_only_2t/mutex_hashmap_disjoint",
+            "ah_table_resolve_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "resolve + release, 1 thread",
+            1,
             "ah_table_resolve_1t/table",
             "ah_table_resolve_1t/mutex_hashmap",
             "ah_table_resolve_1t/rwlock_hashmap",
         ),
         (
-            "resolve, 2 threads, disjoint",
+            "resolve + release, 2 threads, disjoint",
+            2,
             "ah_table_resolve_2t/table_disjoint",
             "ah_table_resolve_2t/mutex_hashmap_disjoint",
             "-",
         ),
         (
             "miss (1 ms create), 1 thread",
+            1,
             "ah_table_miss_roce_1ms/table_1t",
             "ah_table_miss_roce_1ms/mutex_hashmap_1t",
             "-",
         ),
         (
             "miss (1 ms create), 2 threads",
+            2,
             "ah_table_miss_roce_1ms/table_2t",
             "ah_table_miss_roce_1ms/mutex_hashmap_2t",
             "-",
         ),
     ] {
         let (t, mx, rw) = (m(t), m(mx), m(rw));
-        println!("| {name} | {} | {} | {} | {} | {} |", f(t), f(mx), r(t, mx), f(rw), r(t, rw));
+        let rate =
+            t.filter(|&v| v > 0.0).map_or_else(|| "-".to_owned(), |v| format!("{:.1}", 1e3 * threads as f64 / v));
+        println!("| {name} | {} | {} | {} | {} | {} | {rate} |", f(t), f(mx), r(t, mx), f(rw), r(t, rw));
     }
     println!("(table_get_only, 1 thread: {} ns)", f(m("ah_table_hit_1t/table_get_only")));
 }
@@ -557,7 +802,7 @@ fn icount_gate() {
     println!("AH table instruction counts (ΔIr/ΔK, K = {k1} → {k2}, minus the bare loop = {base:.1}):");
     // (target, enforced gate = today's figure + ~3 %, the issue's target)
     for (t, gate, goal) in
-        [("hit", Some(102.0), Some(100.0)), ("hit_release", Some(138.0), None), ("resolve", Some(314.0), Some(300.0))]
+        [("hit", Some(96.0), Some(100.0)), ("hit_release", Some(119.0), None), ("resolve", Some(314.0), Some(300.0))]
     {
         let v = per(t) - base;
         let verdict = match gate {
@@ -595,6 +840,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args().output_directory(&dir);
     let inp = Inputs::new();
     bench_hit(&mut c, &inp);
+    bench_hit_only(&mut c, &inp);
     bench_resolve(&mut c, &inp);
     bench_miss(&mut c);
     c.final_summary();

@@ -24,9 +24,10 @@ pub(crate) const KEY_WORDS: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key(pub(crate) [u64; KEY_WORDS]);
 
-// The ors are grouped as balanced trees: the key is on the hit's critical
-// path (field loads → key → hash → slot load → CAS), and LLVM keeps the
-// grouping it is given.
+// The ors are grouped pairwise, which lets LLVM merge the loads of adjacent
+// byte fields (`src_path_bits` and `static_rate`, `hop_limit` and
+// `traffic_class`): the key is on the hit's critical path (field loads → key
+// → hash → slot load → CAS).
 #[inline(always)]
 fn word3(dlid: u16, sl: u8, src_path_bits: u8, static_rate: u8, global: bool, port: u8) -> u64 {
     ((u64::from(dlid) | u64::from(sl) << 16) | (u64::from(src_path_bits) << 24 | u64::from(static_rate) << 32))
