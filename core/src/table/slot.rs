@@ -19,10 +19,11 @@
 //! compare-and-swap (`m` → `m + 1 + HIT_ONE`, so that a hit is one locked
 //! instruction). The field is at the top so that its carry falls off the
 //! word; the hit whose CAS wraps it to 0 adds 256 to the slot's `hits`
-//! counter ([`HIT_CARRY`]). The slot's hits are `hits + field`. Every other
-//! transition keeps the field as it is (all of them start from the word they
-//! replace: [`with_state`], [`rebuild`]), whatever the state, across
-//! generations: it belongs to the slot, not to an incarnation.
+//! counter ([`HIT_CARRY`]), so the slot's hit count is that counter plus the
+//! field (`AhTable::stats` sums both). Every other transition keeps the field
+//! as it is (all of them start from the word they replace: [`with_state`],
+//! [`rebuild`]), whatever the state, across generations: it belongs to the
+//! slot, not to an incarnation.
 //!
 //! | state | key, AH | who may change the word |
 //! |---|---|---|
