@@ -104,18 +104,49 @@ const NIL: u16 = u16::MAX;
 const TY_ROCE_V2: u8 = GidType::RoceV2 as u8 + 1;
 /// "No VLAN", as the kernel reports it.
 const NO_VLAN: u16 = 0xffff;
+/// Mixed into the second half of a RoCE v2 entry's GID ([`tag`]).
+const V2_SALT: u64 = 0xa076_1d64_78bd_642f;
+
+/// A GID (as its two 8-byte halves in memory order) salted with its type
+/// class (RoCE v2, else IB/RoCE v1): the second half XOR [`V2_SALT`] for
+/// v2. Injective within a class; the hash of the tag puts the two entries
+/// most RoCE ports have per address (v1 and v2) in different chains, so a
+/// search rarely walks past the other class's twin. Two tags of different
+/// classes can be equal (a GID `g` of class v1 and `g ^ salt` of class v2),
+/// so a match also compares the class.
+#[inline(always)]
+fn tag(lo: u64, hi: u64, v2: bool) -> [u64; 2] {
+    [lo, hi ^ (V2_SALT & 0u64.wrapping_sub(u64::from(v2)))]
+}
+
+/// [`tag`] of a GID in wire order.
+#[inline(always)]
+fn tag_gid(gid: &[u8; 16], v2: bool) -> [u64; 2] {
+    let v = u128::from_le_bytes(*gid);
+    tag(v as u64, (v >> 64) as u64, v2)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
-    gid: [u8; 16],
+    /// The GID and its type class as one comparable value ([`tag`]).
+    key: [u64; 2],
     /// 0 = empty, else `GidType as u8 + 1`.
     ty: u8,
+    /// `ty` is RoCE v2 (the class `find_libibverbs` compares).
+    v2: bool,
     vlan: u16,
     ifindex: u32,
 }
 
 impl Slot {
-    const EMPTY: Slot = Slot { gid: [0; 16], ty: 0, vlan: NO_VLAN, ifindex: 0 };
+    /// The GID, untagged.
+    #[inline]
+    fn gid(&self) -> Gid {
+        let [lo, hi] = tag(self.key[0], self.key[1], self.v2);
+        Gid(((u128::from(hi) << 64) | u128::from(lo)).to_le_bytes())
+    }
+
+    const EMPTY: Slot = Slot { key: [0; 2], ty: 0, v2: false, vlan: NO_VLAN, ifindex: 0 };
 }
 
 /// A snapshot of one port's GID table, with capacity `N` slots.
@@ -131,10 +162,13 @@ pub struct GidTable<const N: usize> {
     len: u32,
     generation: u64,
     live: u32,
+    /// Entries whose GID is multicast ([`Gid::is_multicast_any`]).
+    multicast: u32,
     /// Lowest empty index below `len`, or `u32::MAX`.
     first_empty: u32,
     slots: [Slot; N],
-    head: [u16; N],
+    /// Chain heads: `2N` buckets (load factor at most one half).
+    head: [[u16; 2]; N],
     next: [u16; N],
 }
 
@@ -160,9 +194,10 @@ impl<const N: usize> GidTable<N> {
             len,
             generation: 0,
             live: 0,
+            multicast: 0,
             first_empty: if len > 0 { 0 } else { u32::MAX },
             slots: [Slot::EMPTY; N],
-            head: [NIL; N],
+            head: [[NIL; 2]; N],
             next: [NIL; N],
         }
     }
@@ -207,13 +242,17 @@ impl<const N: usize> GidTable<N> {
         self.generation = generation;
     }
 
-    #[inline]
-    fn bucket(gid: &[u8; 16]) -> usize {
-        let v = u128::from_le_bytes(*gid);
-        let x = (v as u64) ^ ((v >> 64) as u64).rotate_left(29);
-        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-        // Lemire's multiply-shift range reduction: h < 2^32, N < 2^16.
-        ((h.wrapping_mul(N as u64)) >> 32) as usize
+    /// The bucket of a [`tag`]ged GID.
+    #[inline(always)]
+    fn bucket(key: [u64; 2]) -> usize {
+        // A folded multiply (as in foldhash): every input bit reaches the
+        // top bits, including the address bits of an IPv4-mapped GID, which
+        // all sit in the top half of the second word.
+        let m = u128::from(key[0] ^ key[1]) * 0x9e37_79b9_7f4a_7c15;
+        let h = ((m as u64) ^ ((m >> 64) as u64)) >> 32;
+        // Lemire's multiply-shift range reduction to 2N buckets: h < 2^32,
+        // 2N < 2^17.
+        ((h.wrapping_mul((N as u64) << 1)) >> 32) as usize
     }
 
     /// Stores `entry` at `index`, replacing what was there.
@@ -234,14 +273,16 @@ impl<const N: usize> GidTable<N> {
         self.unlink(i);
         if let Some(s) = self.slots.get_mut(i) {
             *s = Slot {
-                gid: entry.gid.0,
+                key: tag_gid(&entry.gid.0, entry.gid_type == GidType::RoceV2),
                 ty: (entry.gid_type as u8).wrapping_add(1),
+                v2: entry.gid_type == GidType::RoceV2,
                 vlan: entry.vlan.unwrap_or(NO_VLAN),
                 ifindex: entry.ifindex,
             };
         }
         self.link(i);
         self.live = self.live.wrapping_add(1);
+        self.multicast = self.multicast.wrapping_add(u32::from(entry.gid.is_multicast_any()));
         self.recompute_first_empty();
         Ok(())
     }
@@ -258,9 +299,10 @@ impl<const N: usize> GidTable<N> {
     /// Empties every slot, keeping port, length and generation.
     pub fn clear_all(&mut self) {
         self.slots = [Slot::EMPTY; N];
-        self.head = [NIL; N];
+        self.head = [[NIL; 2]; N];
         self.next = [NIL; N];
         self.live = 0;
+        self.multicast = 0;
         self.recompute_first_empty();
     }
 
@@ -270,15 +312,15 @@ impl<const N: usize> GidTable<N> {
         if slot.ty == 0 {
             return;
         }
-        let b = Self::bucket(&slot.gid);
+        let b = Self::bucket(slot.key);
         let after = self.next.get(i).copied().unwrap_or(NIL);
         let mut prev: Option<usize> = None;
-        let mut cur = self.head.get(b).copied().unwrap_or(NIL);
+        let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
         while cur != NIL {
             if usize::from(cur) == i {
                 match prev {
                     None => {
-                        if let Some(h) = self.head.get_mut(b) {
+                        if let Some(h) = self.head.as_flattened_mut().get_mut(b) {
                             *h = after;
                         }
                     }
@@ -300,15 +342,16 @@ impl<const N: usize> GidTable<N> {
             *n = NIL;
         }
         self.live = self.live.saturating_sub(1);
+        self.multicast = self.multicast.saturating_sub(u32::from(slot.gid().is_multicast_any()));
     }
 
     /// Inserts occupied slot `i` into its chain, keeping ascending order.
     fn link(&mut self, i: usize) {
         let Some(slot) = self.slots.get(i).copied() else { return };
-        let b = Self::bucket(&slot.gid);
+        let b = Self::bucket(slot.key);
         let idx = i as u16;
         let mut prev: Option<usize> = None;
-        let mut cur = self.head.get(b).copied().unwrap_or(NIL);
+        let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
         while cur != NIL && cur < idx {
             prev = Some(usize::from(cur));
             cur = self.next.get(usize::from(cur)).copied().unwrap_or(NIL);
@@ -318,7 +361,7 @@ impl<const N: usize> GidTable<N> {
         }
         match prev {
             None => {
-                if let Some(h) = self.head.get_mut(b) {
+                if let Some(h) = self.head.as_flattened_mut().get_mut(b) {
                     *h = idx;
                 }
             }
@@ -345,7 +388,7 @@ impl<const N: usize> GidTable<N> {
     pub fn get(&self, index: u32) -> Option<GidEntry> {
         let s = self.slots.get(index as usize).filter(|s| s.ty != 0 && index < self.len)?;
         Some(GidEntry {
-            gid: Gid(s.gid),
+            gid: s.gid(),
             gid_type: GidType::from_raw(u32::from(s.ty.wrapping_sub(1)))?,
             vlan: (s.vlan != NO_VLAN).then_some(s.vlan),
             ifindex: s.ifindex,
@@ -357,17 +400,28 @@ impl<const N: usize> GidTable<N> {
         (0..(self.len as usize).min(N) as u32).filter_map(|i| self.get(i).map(|e| (i, e)))
     }
 
-    /// The slots of the chain `gid` hashes to, in ascending index order.
-    #[inline]
-    fn chain<'a>(&'a self, gid: &'a [u8; 16]) -> impl Iterator<Item = (u32, &'a Slot)> + 'a {
-        let mut cur = self.head.get(Self::bucket(gid)).copied().unwrap_or(NIL);
+    /// The occupied slots whose [`tag`] is `key` and whose class is `v2`,
+    /// in ascending index order (the chain `key` hashes to, filtered).
+    #[inline(always)]
+    fn chain(&self, key: [u64; 2], v2: bool) -> impl Iterator<Item = (u32, &Slot)> + '_ {
+        let mut cur = self.head.as_flattened().get(Self::bucket(key)).copied().unwrap_or(NIL);
         core::iter::from_fn(move || {
             let i = cur;
             let s = self.slots.get(usize::from(i))?;
             cur = self.next.get(usize::from(i)).copied().unwrap_or(NIL);
             Some((u32::from(i), s))
         })
-        .filter(move |(_, s)| s.gid == *gid)
+        .filter(move |(_, s)| s.key == key && s.v2 == v2)
+    }
+
+    /// Whether some entry's GID is multicast ([`Gid::is_multicast_any`]:
+    /// `ff00::/8`, or IPv4-mapped in `224.0.0.0/4`). A port's real table
+    /// never has one; when none is here, a multicast destination can never
+    /// be found, so a search for one fails like libibverbs' multicast test,
+    /// and the hot path leaves that test to its slow path.
+    #[inline(always)]
+    pub(crate) const fn holds_multicast(&self) -> bool {
+        self.multicast != 0
     }
 
     /// The index libibverbs' `ibv_find_gid_index` returns (untruncated):
@@ -376,13 +430,26 @@ impl<const N: usize> GidTable<N> {
     /// `len`, or index 0 when `port` is not this table's port or is 0).
     #[inline]
     pub fn find_libibverbs(&self, port: u8, gid: &Gid, want_v2: bool) -> Option<u32> {
+        let v = u128::from_le_bytes(gid.0);
+        let found = self.find_libibverbs_stored(port, (v as u64, (v >> 64) as u64), want_v2);
+        // No entry holds the zero GID (`set` refuses it): it matches the
+        // first empty slot, of class v1.
+        found.or_else(|| {
+            (port == self.port_num && port != 0 && *gid == Gid::ZERO && !want_v2 && self.first_empty != u32::MAX)
+                .then_some(self.first_empty)
+        })
+    }
+
+    /// [`find_libibverbs`](Self::find_libibverbs) among the stored entries
+    /// only (so never for the zero GID, which only empty slots match), with
+    /// the GID as its two 8-byte halves in memory order: the hot path's
+    /// search. A `None` here is not final for the zero GID.
+    #[inline(always)]
+    pub(crate) fn find_libibverbs_stored(&self, port: u8, gid: (u64, u64), want_v2: bool) -> Option<u32> {
         if port != self.port_num || port == 0 {
             return None;
         }
-        if *gid == Gid::ZERO {
-            return (!want_v2 && self.first_empty != u32::MAX).then_some(self.first_empty);
-        }
-        self.chain(&gid.0).find(|(_, s)| (s.ty == TY_ROCE_V2) == want_v2).map(|(i, _)| i)
+        self.chain(tag(gid.0, gid.1, want_v2), want_v2).next().map(|(i, _)| i)
     }
 
     /// How many GID queries libibverbs would make for a search that ended
@@ -403,7 +470,10 @@ impl<const N: usize> GidTable<N> {
     #[inline]
     pub fn find_kernel(&self, gid: &Gid, gid_type: GidType, vlan: Option<u16>) -> Option<u32> {
         let ty = (gid_type as u8).wrapping_add(1);
-        self.chain(&gid.0).find(|(_, s)| s.ty == ty && vlan.is_none_or(|v| v == s.vlan)).map(|(i, _)| i)
+        let v2 = ty == TY_ROCE_V2;
+        self.chain(tag_gid(&gid.0, v2), v2)
+            .find(|(_, s)| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
+            .map(|(i, _)| i)
     }
 }
 
@@ -431,6 +501,27 @@ mod test {
         t.clear(2);
         assert_eq!(t.find_libibverbs(1, &v4(1), true), Some(5));
         assert_eq!(t.entries(), 3);
+    }
+
+    /// A v1 GID `g` and a v2 GID `g ^ salt` have equal tags (and so share a
+    /// chain): the class compare must still tell them apart, both ways.
+    #[test]
+    fn salted_twins_of_other_classes_do_not_match() {
+        let g = v4(7);
+        let v = u128::from_le_bytes(g.0) ^ (u128::from(V2_SALT) << 64);
+        let twin = Gid(v.to_le_bytes());
+        assert_eq!(tag_gid(&g.0, false), tag_gid(&twin.0, true));
+        let mut t: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+        t.set(1, GidEntry::new(twin, GidType::RoceV2)).unwrap();
+        t.set(4, GidEntry::new(g, GidType::RoceV1)).unwrap();
+        assert_eq!(t.find_libibverbs(1, &g, false), Some(4));
+        assert_eq!(t.find_libibverbs(1, &g, true), None);
+        assert_eq!(t.find_libibverbs(1, &twin, true), Some(1));
+        assert_eq!(t.find_libibverbs(1, &twin, false), None);
+        assert_eq!(t.find_kernel(&g, GidType::RoceV1, None), Some(4));
+        assert_eq!(t.find_kernel(&g, GidType::RoceV2, None), None);
+        assert_eq!(t.get(1).map(|e| e.gid), Some(twin));
+        assert_eq!(t.get(4).map(|e| e.gid), Some(g));
     }
 
     #[test]

@@ -47,6 +47,34 @@ pub struct IbvAhAttr {
     pub reserved: u8,
 }
 
+impl IbvAhAttr {
+    /// The attribute whose 32 bytes, read as four little-endian words, are
+    /// `w` (the C struct's memory image on x86-64). Written field by field
+    /// from the words, which the optimiser turns back into four stores.
+    #[inline(always)]
+    pub(crate) const fn from_words(w: [u64; 4]) -> IbvAhAttr {
+        let [w0, w1, w2, w3] = w;
+        let d = (w0 as u128) | (w1 as u128) << 64;
+        IbvAhAttr {
+            grh: IbvGlobalRoute {
+                dgid: d.to_le_bytes(),
+                flow_label: w2 as u32,
+                sgid_index: (w2 >> 32) as u8,
+                hop_limit: (w2 >> 40) as u8,
+                traffic_class: (w2 >> 48) as u8,
+                reserved: (w2 >> 56) as u8,
+            },
+            dlid: w3 as u16,
+            sl: (w3 >> 16) as u8,
+            src_path_bits: (w3 >> 24) as u8,
+            static_rate: (w3 >> 32) as u8,
+            is_global: (w3 >> 40) as u8,
+            port_num: (w3 >> 48) as u8,
+            reserved: (w3 >> 56) as u8,
+        }
+    }
+}
+
 const _: () = {
     assert!(core::mem::size_of::<IbvGlobalRoute>() == 24);
     assert!(core::mem::size_of::<IbvAhAttr>() == 32);

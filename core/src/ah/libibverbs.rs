@@ -25,6 +25,22 @@
 //!
 //! The failure value carries the attribute as C leaves it written
 //! ([`IbvFailure::attr`]).
+//!
+//! # The hot path
+//!
+//! [`init_ah_from_wc`] is built for the common case, a packet from a peer
+//! whose destination is one of the port's own addresses, and finishes it in
+//! about 140 instructions (`benches/gates.toml`): the generic fields, the
+//! `IBV_WC_GRH` test, a lean branch-free classifier (the flags and fields of
+//! [`classify`] without the failure detail), one probe of the table's
+//! stored entries and one write of the attribute. Anything else goes out of
+//! line, where the full [`classify_with`] and [`GidTable::find_libibverbs`]
+//! decide: every failure, a search for the zero GID (which only empty slots
+//! match), and any packet when the table holds a multicast GID. That last
+//! rule is what lets the hot path skip libibverbs' multicast test: with no
+//! multicast entry in the table, a multicast destination cannot be found,
+//! so the search fails and the slow path reports `EINVAL` exactly as C does.
+//! A port's real GID table never holds one.
 
 use core::hint::select_unpredictable;
 
@@ -164,6 +180,58 @@ fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classifi
     }
 }
 
+/// What the hot path needs from the area: [`classify`] without the
+/// verdict's detail (only whether the search goes ahead), computed in
+/// registers. GIDs are (first, second) 8-byte halves in memory order.
+#[derive(Clone, Copy)]
+struct Route {
+    /// The verdict is [`Verdict::Search`], or [`Verdict::Multicast`] (which
+    /// the hot path leaves to the search: see [`GidTable::holds_multicast`]).
+    search: bool,
+    want_v2: bool,
+    local: (u64, u64),
+    remote: (u64, u64),
+    hop_limit: u8,
+    traffic_class: u8,
+}
+
+/// [`Route`] by libibverbs' heuristic: the same flags as [`classify`], with
+/// every choice a `select_unpredictable` and the failure detail left to the
+/// cold path; the multicast test is left to the GID search (a table that
+/// holds a multicast GID goes the slow way). Straight-line code
+/// (`udah_asm_route` in the codegen audit).
+#[inline(always)]
+fn route(area: &Area) -> Route {
+    let (is4, is6) = detect::flags_libibverbs(area);
+    // Bytes 0..8 in one load: `W0` (traffic class), next header, hop limit.
+    let w0 = le64(area, 0);
+    let dgid_hi = le64(area, 24);
+    let w32 = le64(area, 32);
+    let (nh, hop) = ((w0 >> 48) as u8, (w0 >> 56) as u8);
+    let [_, tos, _, _, _, _, _, _, ttl, ..] = *ipv4::header(area);
+    let nh_v2 = nh == grh::NEXT_HDR_UDP;
+    let nh_ok = nh_v2 | (nh == grh::NEXT_HDR_IBA);
+    Route {
+        search: is4 | (is6 & nh_ok),
+        want_v2: is4 | nh_v2,
+        local: (select_unpredictable(is4, 0, dgid_hi), select_unpredictable(is4, (w32 & HIGH32) | V4_MAPPED_LO, w32)),
+        remote: (
+            select_unpredictable(is4, 0, le64(area, 8)),
+            select_unpredictable(is4, (w32 << 32) | V4_MAPPED_LO, le64(area, 16)),
+        ),
+        hop_limit: select_unpredictable(is4, ttl, hop),
+        traffic_class: select_unpredictable(is4, tos, ((w0 as u32).swap_bytes() >> 20) as u8),
+    }
+}
+
+/// [`route`] for the codegen audit and the instruction counts.
+#[doc(hidden)]
+#[inline]
+pub fn route_parts(area: &Area) -> (bool, bool, [u64; 4], u8, u8) {
+    let r = route(area);
+    (r.search, r.want_v2, [r.local.0, r.local.1, r.remote.0, r.remote.1], r.hop_limit, r.traffic_class)
+}
+
 /// Classifies the area with libibverbs' own heuristic and extracts every
 /// field the reply needs. Straight-line code: no conditional jump.
 #[inline]
@@ -224,8 +292,10 @@ pub fn init_ah_from_wc_with<const N: usize>(
 
 /// The body of both entry points, inlined into each so that a constant
 /// `evidence` folds away. The hot path is: generic fields, the GRH flag,
-/// classification, one probe, four stores; every failure is assembled out of
-/// line ([`refused`], [`not_found`]).
+/// the lean classifier ([`route`]) in registers, one probe of the stored
+/// entries, one write of the attribute. Everything else (every failure, a
+/// zero-GID search, a table holding a multicast GID) goes to [`slow`], out
+/// of line, which starts again with the full [`classify_with`].
 #[inline(always)]
 fn init_impl<const N: usize>(
     table: &GidTable<N>,
@@ -237,32 +307,91 @@ fn init_impl<const N: usize>(
     let Some(area) = area else {
         return Err(missing_grh());
     };
+    // Bytes 16..24 and 24..32 of the C struct as little-endian words: the
+    // attribute is built in registers and written as four words.
+    let flow_label = u64::from((le64(area, 0) as u32).swap_bytes() & 0x000f_ffff);
+    if wc.wc_flags & IBV_WC_GRH == 0 {
+        let w3 = u64::from(wc.slid)
+            | u64::from(wc.sl) << 16
+            | u64::from(wc.dlid_path_bits) << 24
+            | u64::from(port_num) << 48;
+        return Ok(IbvAhAttr::from_words([0, 0, flow_label, w3]));
+    }
+    // A table holding a multicast GID could match a multicast destination,
+    // which libibverbs refuses before it searches: the plain path then.
+    // Real ports have none, and the answer depends on the table alone.
+    if table.holds_multicast() {
+        return slow(table, port_num, wc, area, evidence);
+    }
+    let r = match evidence {
+        Evidence::None => route(area),
+        _ => route_with_evidence(area, evidence),
+    };
+    let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
+    let Some(index) = found else {
+        return slow(table, port_num, wc, area, evidence);
+    };
+    let w2 =
+        flow_label | u64::from(index as u8) << 32 | u64::from(r.hop_limit) << 40 | u64::from(r.traffic_class) << 48;
+    let w3 = u64::from(wc.slid)
+        | u64::from(wc.sl) << 16
+        | u64::from(wc.dlid_path_bits) << 24
+        | 1 << 40
+        | u64::from(port_num) << 48;
+    Ok(IbvAhAttr::from_words([r.remote.0, r.remote.1, w2, w3]))
+}
+
+/// [`Route`] from the strict detection with `evidence`, out of line.
+#[inline(never)]
+fn route_with_evidence(area: &Area, evidence: Evidence) -> Route {
+    let c = classify_with_evidence(area, evidence);
+    let local = u128::from_le_bytes(c.local.0);
+    let remote = u128::from_le_bytes(c.remote.0);
+    Route {
+        search: c.verdict == Verdict::Search,
+        want_v2: c.want_v2,
+        local: (local as u64, (local >> 64) as u64),
+        remote: (remote as u64, (remote >> 64) as u64),
+        hop_limit: c.hop_limit,
+        traffic_class: c.traffic_class,
+    }
+}
+
+/// Everything after the `IBV_WC_GRH` test that the hot path does not finish
+/// (a failure, or a search for the zero GID, which only empty slots match),
+/// done the plain way out of line: [`classify_with`], then
+/// [`GidTable::find_libibverbs`].
+#[cold]
+#[inline(never)]
+fn slow<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Area, evidence: Evidence) -> IbvResult {
+    let c = classify_with(area, evidence);
     let mut attr = IbvAhAttr {
         grh: IbvGlobalRoute { flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
         dlid: wc.slid,
         sl: wc.sl,
         src_path_bits: wc.dlid_path_bits,
+        is_global: 1,
         port_num,
         ..IbvAhAttr::default()
     };
-    if wc.wc_flags & IBV_WC_GRH == 0 {
-        return Ok(attr);
-    }
-    attr.is_global = 1;
-    let c = classify_with(area, evidence);
-    if c.verdict != Verdict::Search {
-        return Err(refused(attr, &c, grh::next_header(area)));
-    }
-    match table.find_libibverbs(port_num, &c.local, c.want_v2) {
-        Some(index) => {
-            attr.grh.dgid = c.remote.0;
-            attr.grh.sgid_index = index as u8;
-            attr.grh.hop_limit = c.hop_limit;
-            attr.grh.traffic_class = c.traffic_class;
-            Ok(attr)
-        }
-        None => Err(not_found(attr, &c)),
-    }
+    let (error, dgid) = match c.verdict {
+        Verdict::Search => match table.find_libibverbs(port_num, &c.local, c.want_v2) {
+            Some(index) => {
+                attr.grh.dgid = c.remote.0;
+                attr.grh.sgid_index = index as u8;
+                attr.grh.hop_limit = c.hop_limit;
+                attr.grh.traffic_class = c.traffic_class;
+                return Ok(attr);
+            }
+            None => (IbvError::GidNotFound, early_dgid(&c)),
+        },
+        Verdict::UnknownVersion => (IbvError::UnknownHeaderVersion, [0; 16]),
+        Verdict::Multicast => (IbvError::MulticastDestination, [0; 16]),
+        Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(grh::next_header(area)), early_dgid(&c)),
+        Verdict::Ambiguous => (IbvError::AmbiguousHeader, [0; 16]),
+    };
+    attr.grh.dgid = dgid;
+    Err(IbvFailure { error, attr })
 }
 
 /// A NULL `grh`: C has zeroed the attribute, then faults.
@@ -277,26 +406,4 @@ fn missing_grh() -> IbvFailure {
 #[inline]
 fn early_dgid(c: &Classified) -> [u8; 16] {
     if c.remote_written_early { c.remote.0 } else { [0; 16] }
-}
-
-/// A failure decided by the area alone (`verdict` is not `Search`).
-#[cold]
-#[inline(never)]
-fn refused(mut attr: IbvAhAttr, c: &Classified, next_header: u8) -> IbvFailure {
-    let (error, dgid) = match c.verdict {
-        Verdict::UnknownVersion | Verdict::Search => (IbvError::UnknownHeaderVersion, [0; 16]),
-        Verdict::Multicast => (IbvError::MulticastDestination, [0; 16]),
-        Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(next_header), early_dgid(c)),
-        Verdict::Ambiguous => (IbvError::AmbiguousHeader, [0; 16]),
-    };
-    attr.grh.dgid = dgid;
-    IbvFailure { error, attr }
-}
-
-/// The GID search failed.
-#[cold]
-#[inline(never)]
-fn not_found(mut attr: IbvAhAttr, c: &Classified) -> IbvFailure {
-    attr.grh.dgid = early_dgid(c);
-    IbvFailure { error: IbvError::GidNotFound, attr }
 }
