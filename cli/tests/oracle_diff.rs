@@ -177,6 +177,20 @@ impl Gen {
         g
     }
 
+    /// Puts `gid` into the table at a random index (any type), so that a
+    /// multicast destination is also a table entry: libibverbs refuses it
+    /// before searching, and udah must too (its hot path leaves that test
+    /// to the search unless the table holds a multicast GID).
+    fn plant(&mut self, t: &mut Table, gid: [u8; 16]) -> bool {
+        if t.len == 0 {
+            return false;
+        }
+        let at = self.rng.gen_range(0..t.len.min(256));
+        let ty = self.any_type();
+        t.slots.insert(at, (gid, ty));
+        true
+    }
+
     fn any_type(&mut self) -> GidTypeJson {
         [GidTypeJson::Ib, GidTypeJson::RoceV1, GidTypeJson::RoceV2][self.rng.gen_range(0..3)]
     }
@@ -377,7 +391,11 @@ impl Gen {
                 let sub = self.rng.gen_range(0..10);
                 let (dgid, how) = match sub {
                     0 => ([0; 16], "zero-dgid"),
-                    1 => (self.gid_multicast(), "multicast"),
+                    1 => {
+                        let g = self.gid_multicast();
+                        let planted = self.chance(0.5) && self.plant(&mut table, g);
+                        (g, if planted { "multicast-in-table" } else { "multicast" })
+                    }
                     _ => {
                         let v4 = self.chance(0.3);
                         pick(self, &addrs, v4)
@@ -396,7 +414,9 @@ impl Gen {
             // ---- RoCE v2 / IPv4 ----
             400..=649 => {
                 let (daddr, how) = if self.chance(0.1) {
-                    (self.ipv4_multicast(), "multicast")
+                    let d = self.ipv4_multicast();
+                    let planted = self.chance(0.5) && self.plant(&mut table, mapped(d));
+                    (d, if planted { "multicast-in-table" } else { "multicast" })
                 } else {
                     let (a, how) = pick(self, &addrs, true);
                     ([a[12], a[13], a[14], a[15]], how)
