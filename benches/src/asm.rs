@@ -20,6 +20,14 @@ pub fn udah_asm_classify(area: &Area) -> Classified {
     libibverbs::classify(area)
 }
 
+/// The hot path's lean classifier (`init_ah_from_wc` inlines it): the flags
+/// and fields of [`libibverbs::classify`] without the failure detail.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn udah_asm_route(area: &Area) -> (bool, bool, [u64; 4], u8, u8) {
+    libibverbs::route_parts(area)
+}
+
 /// [`detect::version_libibverbs`] (single-fold checksum).
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -70,8 +78,9 @@ pub extern "C" fn udah_asm_net_type_by_grh(area: &Area) -> NetworkType {
 }
 
 /// The names of the wrappers above, for the codegen test.
-pub const SYMBOLS: [&str; 8] = [
+pub const SYMBOLS: [&str; 9] = [
     "udah_asm_classify",
+    "udah_asm_route",
     "udah_asm_version_libibverbs",
     "udah_asm_version_kernel",
     "udah_asm_detect_none",
