@@ -135,7 +135,9 @@ struct Slot {
     /// `ty` is RoCE v2 (the class `find_libibverbs` compares).
     v2: bool,
     vlan: u16,
-    ifindex: u32,
+    /// The next slot of this slot's chain (here, so that a search reads one
+    /// cache line per step), or [`NIL`].
+    next: u16,
 }
 
 impl Slot {
@@ -146,7 +148,7 @@ impl Slot {
         Gid(((u128::from(hi) << 64) | u128::from(lo)).to_le_bytes())
     }
 
-    const EMPTY: Slot = Slot { key: [0; 2], ty: 0, v2: false, vlan: NO_VLAN, ifindex: 0 };
+    const EMPTY: Slot = Slot { key: [0; 2], ty: 0, v2: false, vlan: NO_VLAN, next: NIL };
 }
 
 /// A snapshot of one port's GID table, with capacity `N` slots.
@@ -169,7 +171,8 @@ pub struct GidTable<const N: usize> {
     slots: [Slot; N],
     /// Chain heads: `2N` buckets (load factor at most one half).
     head: [[u16; 2]; N],
-    next: [u16; N],
+    /// Netdev interface index per slot (cold: only [`GidTable::get`]).
+    ifindex: [u32; N],
 }
 
 impl<const N: usize> core::fmt::Debug for GidTable<N> {
@@ -198,7 +201,7 @@ impl<const N: usize> GidTable<N> {
             first_empty: if len > 0 { 0 } else { u32::MAX },
             slots: [Slot::EMPTY; N],
             head: [[NIL; 2]; N],
-            next: [NIL; N],
+            ifindex: [0; N],
         }
     }
 
@@ -277,8 +280,11 @@ impl<const N: usize> GidTable<N> {
                 ty: (entry.gid_type as u8).wrapping_add(1),
                 v2: entry.gid_type == GidType::RoceV2,
                 vlan: entry.vlan.unwrap_or(NO_VLAN),
-                ifindex: entry.ifindex,
+                next: NIL,
             };
+        }
+        if let Some(x) = self.ifindex.get_mut(i) {
+            *x = entry.ifindex;
         }
         self.link(i);
         self.live = self.live.wrapping_add(1);
@@ -300,7 +306,7 @@ impl<const N: usize> GidTable<N> {
     pub fn clear_all(&mut self) {
         self.slots = [Slot::EMPTY; N];
         self.head = [[NIL; 2]; N];
-        self.next = [NIL; N];
+        self.ifindex = [0; N];
         self.live = 0;
         self.multicast = 0;
         self.recompute_first_empty();
@@ -313,7 +319,7 @@ impl<const N: usize> GidTable<N> {
             return;
         }
         let b = Self::bucket(slot.key);
-        let after = self.next.get(i).copied().unwrap_or(NIL);
+        let after = self.slots.get(i).map_or(NIL, |s| s.next);
         let mut prev: Option<usize> = None;
         let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
         while cur != NIL {
@@ -325,7 +331,7 @@ impl<const N: usize> GidTable<N> {
                         }
                     }
                     Some(p) => {
-                        if let Some(n) = self.next.get_mut(p) {
+                        if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
                             *n = after;
                         }
                     }
@@ -333,12 +339,12 @@ impl<const N: usize> GidTable<N> {
                 break;
             }
             prev = Some(usize::from(cur));
-            cur = self.next.get(usize::from(cur)).copied().unwrap_or(NIL);
+            cur = self.slots.get(usize::from(cur)).map_or(NIL, |s| s.next);
         }
         if let Some(s) = self.slots.get_mut(i) {
             *s = Slot::EMPTY;
         }
-        if let Some(n) = self.next.get_mut(i) {
+        if let Some(n) = self.slots.get_mut(i).map(|s| &mut s.next) {
             *n = NIL;
         }
         self.live = self.live.saturating_sub(1);
@@ -354,9 +360,9 @@ impl<const N: usize> GidTable<N> {
         let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
         while cur != NIL && cur < idx {
             prev = Some(usize::from(cur));
-            cur = self.next.get(usize::from(cur)).copied().unwrap_or(NIL);
+            cur = self.slots.get(usize::from(cur)).map_or(NIL, |s| s.next);
         }
-        if let Some(n) = self.next.get_mut(i) {
+        if let Some(n) = self.slots.get_mut(i).map(|s| &mut s.next) {
             *n = cur;
         }
         match prev {
@@ -366,7 +372,7 @@ impl<const N: usize> GidTable<N> {
                 }
             }
             Some(p) => {
-                if let Some(n) = self.next.get_mut(p) {
+                if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
                     *n = idx;
                 }
             }
@@ -391,7 +397,7 @@ impl<const N: usize> GidTable<N> {
             gid: s.gid(),
             gid_type: GidType::from_raw(u32::from(s.ty.wrapping_sub(1)))?,
             vlan: (s.vlan != NO_VLAN).then_some(s.vlan),
-            ifindex: s.ifindex,
+            ifindex: self.ifindex.get(index as usize).copied().unwrap_or(0),
         })
     }
 
@@ -408,7 +414,7 @@ impl<const N: usize> GidTable<N> {
         core::iter::from_fn(move || {
             let i = cur;
             let s = self.slots.get(usize::from(i))?;
-            cur = self.next.get(usize::from(i)).copied().unwrap_or(NIL);
+            cur = s.next;
             Some((u32::from(i), s))
         })
         .filter(move |(_, s)| s.key == key && s.v2 == v2)

@@ -189,6 +189,9 @@ struct Route {
     /// the hot path leaves to the search: see [`GidTable::holds_multicast`]).
     search: bool,
     want_v2: bool,
+    /// The header flags (for the cold path's error detail).
+    is4: bool,
+    is6: bool,
     local: (u64, u64),
     remote: (u64, u64),
     hop_limit: u8,
@@ -214,6 +217,8 @@ fn route(area: &Area) -> Route {
     Route {
         search: is4 | (is6 & nh_ok),
         want_v2: is4 | nh_v2,
+        is4,
+        is6,
         local: (select_unpredictable(is4, 0, dgid_hi), select_unpredictable(is4, (w32 & HIGH32) | V4_MAPPED_LO, w32)),
         remote: (
             select_unpredictable(is4, 0, le64(area, 8)),
@@ -329,8 +334,17 @@ fn init_impl<const N: usize>(
     };
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
-        return slow(table, port_num, wc, area, evidence);
+        return match evidence {
+            Evidence::None => miss(table, port_num, wc, area, r),
+            _ => slow(table, port_num, wc, area, evidence),
+        };
     };
+    Ok(found_attr(port_num, wc, flow_label, &r, index))
+}
+
+/// The attribute of a successful search: `index` found for `r.local`.
+#[inline(always)]
+fn found_attr(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) -> IbvAhAttr {
     let w2 =
         flow_label | u64::from(index as u8) << 32 | u64::from(r.hop_limit) << 40 | u64::from(r.traffic_class) << 48;
     let w3 = u64::from(wc.slid)
@@ -338,7 +352,48 @@ fn init_impl<const N: usize>(
         | u64::from(wc.dlid_path_bits) << 24
         | 1 << 40
         | u64::from(port_num) << 48;
-    Ok(IbvAhAttr::from_words([r.remote.0, r.remote.1, w2, w3]))
+    IbvAhAttr::from_words([r.remote.0, r.remote.1, w2, w3])
+}
+
+/// What the hot path left undecided, without evidence and with a table that
+/// holds no multicast GID: the error detail of a refused packet (the same
+/// order of tests as C: version, multicast, next header), or a search
+/// that found no stored entry (a zero GID may still match an empty slot).
+#[cold]
+#[inline(never)]
+fn miss<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Area, r: Route) -> IbvResult {
+    let nh = grh::next_header(area);
+    let remote = gid_from_le(r.remote.0, r.remote.1).0;
+    let local = gid_from_le(r.local.0, r.local.1);
+    let [.., d0, _, _, _] = *area;
+    let mc = if r.is4 { d0 & 0xf0 == 0xe0 } else { local.is_multicast() };
+    let (error, dgid) = if !(r.is4 | r.is6) {
+        (IbvError::UnknownHeaderVersion, [0; 16])
+    } else if mc {
+        (IbvError::MulticastDestination, [0; 16])
+    } else if r.is6 && nh != grh::NEXT_HDR_UDP && nh != grh::NEXT_HDR_IBA {
+        (IbvError::UnknownNextHeader(nh), remote)
+    } else {
+        // The stored entries were searched; only the zero GID (which only
+        // empty slots match) can still be found.
+        let found = if local == Gid::ZERO { table.find_libibverbs(port_num, &local, r.want_v2) } else { None };
+        if let Some(index) = found {
+            return Ok(found_attr(port_num, wc, u64::from(grh::flow_label(area)), &r, index));
+        }
+        (IbvError::GidNotFound, if r.is6 { remote } else { [0; 16] })
+    };
+    Err(IbvFailure {
+        error,
+        attr: IbvAhAttr {
+            grh: IbvGlobalRoute { dgid, flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
+            dlid: wc.slid,
+            sl: wc.sl,
+            src_path_bits: wc.dlid_path_bits,
+            is_global: 1,
+            port_num,
+            ..IbvAhAttr::default()
+        },
+    })
 }
 
 /// [`Route`] from the strict detection with `evidence`, out of line.
@@ -350,6 +405,8 @@ fn route_with_evidence(area: &Area, evidence: Evidence) -> Route {
     Route {
         search: c.verdict == Verdict::Search,
         want_v2: c.want_v2,
+        is4: c.is_ipv4,
+        is6: !c.is_ipv4 & (c.verdict != Verdict::UnknownVersion) & (c.verdict != Verdict::Ambiguous),
         local: (local as u64, (local >> 64) as u64),
         remote: (remote as u64, (remote >> 64) as u64),
         hop_limit: c.hop_limit,
