@@ -215,55 +215,61 @@ fn parallel(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> Dur
 /// untimed (the *only* benchmarks).
 const CHUNK: u64 = 256;
 
-/// Thread `t`'s share of an *only* benchmark: `acquire(t, i)` for `i` in
-/// `0..iters`, timed in chunks of [`CHUNK`]; each chunk's results are then
-/// given to `release` with the clock stopped. Returns the timed total.
-/// Generic, not `dyn`, so that the look-up is inlined into the timed loop.
+/// One thread's share of an *only* benchmark: `acquire(order[p])` for `iters`
+/// positions `p` cycling through `order`, timed in chunks of [`CHUNK`]; each
+/// chunk's results are then given to `release` with the clock stopped.
+/// Returns the timed total. Generic, not `dyn`, so that the look-up is
+/// inlined into the timed loop, and the key order is computed before, so that
+/// the loop has no division in it.
 #[inline(always)]
 fn chunked<X>(
-    t: usize,
     iters: u64,
+    order: &[usize; CHUNK as usize],
     held: &mut Vec<X>,
-    acquire: &(impl Fn(usize, u64) -> X + Sync),
+    acquire: &(impl Fn(usize) -> X + Sync),
     release: &(impl Fn(X) + Sync),
 ) -> Duration {
     let mut total = Duration::ZERO;
-    let mut i = 0u64;
-    while i < iters {
-        let end = iters.min(i + CHUNK);
+    let mut left = iters;
+    while left > 0 {
+        let len = left.min(CHUNK) as usize;
         let start = Instant::now();
-        for j in i..end {
-            held.push(acquire(t, j));
+        for &k in &order[..len] {
+            held.push(acquire(k));
         }
         total += start.elapsed();
         for x in held.drain(..) {
             release(x);
         }
-        i = end;
+        left -= len as u64;
     }
     total
 }
 
-/// [`chunked`] on each of `threads` threads at once; returns the largest
-/// timed total (so criterion reports time per look-up per thread).
+/// [`chunked`] on each of `threads` threads at once, thread `t` looking up
+/// the keys `key(t, 0)`, …, `key(t, CHUNK − 1)` over and over (the [`pick`]
+/// sequence itself when the number of keys divides `CHUNK`); returns the
+/// largest timed total (so criterion reports time per look-up per thread).
 fn parallel_only<X: Send>(
     threads: usize,
     iters: u64,
-    acquire: &(impl Fn(usize, u64) -> X + Sync),
+    key: &(impl Fn(usize, u64) -> usize + Sync),
+    acquire: &(impl Fn(usize) -> X + Sync),
     release: &(impl Fn(X) + Sync),
 ) -> Duration {
+    let order = |t: usize| -> [usize; CHUNK as usize] { core::array::from_fn(|p| key(t, p as u64)) };
     if threads == 1 {
-        return chunked(0, iters, &mut Vec::with_capacity(CHUNK as usize), acquire, release);
+        return chunked(iters, &order(0), &mut Vec::with_capacity(CHUNK as usize), acquire, release);
     }
     let barrier = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
-                let barrier = &barrier;
+                let (barrier, order) = (&barrier, order(t));
                 s.spawn(move || {
                     let mut held = Vec::with_capacity(CHUNK as usize);
                     barrier.wait();
-                    chunked(t, iters, &mut held, acquire, release)
+                    chunked(iters, &order, &mut held, acquire, release)
                 })
             })
             .collect();
@@ -401,8 +407,9 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                     parallel_only(
                         threads,
                         iters,
-                        &|t, i| {
-                            let h = table.get_or_create(&hal, black_box(&inp.attrs[pick(n, shared, t, i)])).unwrap();
+                        &|t, i| pick(n, shared, t, i),
+                        &|k| {
+                            let h = table.get_or_create(&hal, black_box(&inp.attrs[k])).unwrap();
                             black_box(h.ah());
                             h
                         },
@@ -415,8 +422,8 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                     parallel_only(
                         threads,
                         iters,
-                        &|t, i| {
-                            let k = pick(n, shared, t, i);
+                        &|t, i| pick(n, shared, t, i),
+                        &|k| {
                             black_box(mutex.get(&hal, black_box(&inp.attrs[k])));
                             k
                         },
@@ -429,8 +436,8 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                     parallel_only(
                         threads,
                         iters,
-                        &|t, i| {
-                            let k = pick(n, shared, t, i);
+                        &|t, i| pick(n, shared, t, i),
+                        &|k| {
                             black_box(rw.get(&hal, black_box(&inp.attrs[k])));
                             k
                         },
@@ -522,8 +529,9 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                 parallel_only(
                     threads,
                     iters,
-                    &|t, i| {
-                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                    &|t, i| pick(n, shared, t, i),
+                    &|k| {
+                        let (wc, area) = &inp.cases[k];
                         let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
                         black_box(h.ah());
                         h
@@ -537,8 +545,9 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                 parallel_only(
                     threads,
                     iters,
-                    &|t, i| {
-                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                    &|t, i| pick(n, shared, t, i),
+                    &|k| {
+                        let (wc, area) = &inp.cases[k];
                         let (ah, a) = baseline(&|a| mutex.get(&hal, a), black_box(wc), black_box(area));
                         black_box(ah);
                         a
@@ -552,8 +561,9 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                 parallel_only(
                     threads,
                     iters,
-                    &|t, i| {
-                        let (wc, area) = &inp.cases[pick(n, shared, t, i)];
+                    &|t, i| pick(n, shared, t, i),
+                    &|k| {
+                        let (wc, area) = &inp.cases[k];
                         let (ah, a) = baseline(&|a| rw.get(&hal, a), black_box(wc), black_box(area));
                         black_box(ah);
                         a
