@@ -73,6 +73,30 @@ impl IbvAhAttr {
             reserved: (w3 >> 56) as u8,
         }
     }
+
+    /// The four little-endian words of the C struct's memory image (the
+    /// inverse of [`from_words`](Self::from_words)).
+    #[inline(always)]
+    pub(crate) const fn to_words(self) -> [u64; 4] {
+        let d = u128::from_le_bytes(self.grh.dgid);
+        let g = &self.grh;
+        [
+            d as u64,
+            (d >> 64) as u64,
+            g.flow_label as u64
+                | (g.sgid_index as u64) << 32
+                | (g.hop_limit as u64) << 40
+                | (g.traffic_class as u64) << 48
+                | (g.reserved as u64) << 56,
+            self.dlid as u64
+                | (self.sl as u64) << 16
+                | (self.src_path_bits as u64) << 24
+                | (self.static_rate as u64) << 32
+                | (self.is_global as u64) << 40
+                | (self.port_num as u64) << 48
+                | (self.reserved as u64) << 56,
+        ]
+    }
 }
 
 const _: () = {

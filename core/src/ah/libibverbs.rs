@@ -282,6 +282,19 @@ pub fn init_ah_from_wc<const N: usize>(
     init_impl(table, port_num, wc, area, Evidence::None)
 }
 
+/// [`init_ah_from_wc`] with the attribute as the C struct's memory image:
+/// four little-endian words (the AH table's key is built from them without
+/// going through the fields).
+#[inline(always)]
+pub(crate) fn init_ah_from_wc_words<const N: usize>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+) -> Result<[u64; 4], IbvFailure> {
+    init_impl(table, port_num, wc, Some(area), Evidence::None)
+}
+
 /// [`init_ah_from_wc`] with the header type taken from `evidence` (see
 /// [`classify_with`]). With `Evidence::None` this is bit-exact libibverbs.
 #[inline]
@@ -302,13 +315,13 @@ pub fn init_ah_from_wc_with<const N: usize>(
 /// zero-GID search, a table holding a multicast GID) goes to [`slow`], out
 /// of line, which starts again with the full [`classify_with`].
 #[inline(always)]
-fn init_impl<const N: usize>(
+fn init_impl<const N: usize, T: Output>(
     table: &GidTable<N>,
     port_num: u8,
     wc: &IbvWc,
     area: Option<&Area>,
     evidence: Evidence,
-) -> IbvResult {
+) -> Result<T, IbvFailure> {
     let Some(area) = area else {
         return Err(missing_grh());
     };
@@ -320,13 +333,13 @@ fn init_impl<const N: usize>(
             | u64::from(wc.sl) << 16
             | u64::from(wc.dlid_path_bits) << 24
             | u64::from(port_num) << 48;
-        return Ok(IbvAhAttr::from_words([0, 0, flow_label, w3]));
+        return Ok(T::from_words([0, 0, flow_label, w3]));
     }
     // A table holding a multicast GID could match a multicast destination,
     // which libibverbs refuses before it searches: the plain path then.
     // Real ports have none, and the answer depends on the table alone.
     if table.holds_multicast() {
-        return slow(table, port_num, wc, area, evidence);
+        return slow(table, port_num, wc, area, evidence).map(T::from_attr);
     }
     let r = match evidence {
         Evidence::None => route(area),
@@ -335,16 +348,45 @@ fn init_impl<const N: usize>(
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
         return match evidence {
-            Evidence::None => miss(table, port_num, wc, area, r),
-            _ => slow(table, port_num, wc, area, evidence),
+            Evidence::None => miss(table, port_num, wc, area, r).map(T::from_attr),
+            _ => slow(table, port_num, wc, area, evidence).map(T::from_attr),
         };
     };
-    Ok(found_attr(port_num, wc, flow_label, &r, index))
+    Ok(T::from_words(found_words(port_num, wc, flow_label, &r, index)))
 }
 
-/// The attribute of a successful search: `index` found for `r.local`.
+/// What [`init_impl`] builds: the C struct, or its four words.
+trait Output {
+    fn from_words(w: [u64; 4]) -> Self;
+    fn from_attr(a: IbvAhAttr) -> Self;
+}
+
+impl Output for IbvAhAttr {
+    #[inline(always)]
+    fn from_words(w: [u64; 4]) -> Self {
+        IbvAhAttr::from_words(w)
+    }
+    #[inline(always)]
+    fn from_attr(a: IbvAhAttr) -> Self {
+        a
+    }
+}
+
+impl Output for [u64; 4] {
+    #[inline(always)]
+    fn from_words(w: [u64; 4]) -> Self {
+        w
+    }
+    #[inline(always)]
+    fn from_attr(a: IbvAhAttr) -> Self {
+        a.to_words()
+    }
+}
+
+/// The attribute of a successful search (`index` found for `r.local`), as
+/// its four words.
 #[inline(always)]
-fn found_attr(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) -> IbvAhAttr {
+fn found_words(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) -> [u64; 4] {
     let w2 =
         flow_label | u64::from(index as u8) << 32 | u64::from(r.hop_limit) << 40 | u64::from(r.traffic_class) << 48;
     let w3 = u64::from(wc.slid)
@@ -352,7 +394,7 @@ fn found_attr(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) 
         | u64::from(wc.dlid_path_bits) << 24
         | 1 << 40
         | u64::from(port_num) << 48;
-    IbvAhAttr::from_words([r.remote.0, r.remote.1, w2, w3])
+    [r.remote.0, r.remote.1, w2, w3]
 }
 
 /// What the hot path left undecided, without evidence and with a table that
@@ -378,7 +420,7 @@ fn miss<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Ar
         // empty slots match) can still be found.
         let found = if local == Gid::ZERO { table.find_libibverbs(port_num, &local, r.want_v2) } else { None };
         if let Some(index) = found {
-            return Ok(found_attr(port_num, wc, u64::from(grh::flow_label(area)), &r, index));
+            return Ok(IbvAhAttr::from_words(found_words(port_num, wc, u64::from(grh::flow_label(area)), &r, index)));
         }
         (IbvError::GidNotFound, if r.is6 { remote } else { [0; 16] })
     };

@@ -2,7 +2,9 @@
 //! `ibv_ah_attr` is 32 bytes), so that a slot can hold it in four
 //! `AtomicU64`s and a reader can compare it with four relaxed loads.
 
-use crate::ah::{AhAttr, IbvAhAttr};
+use crate::ah::AhAttr;
+#[cfg(test)]
+use crate::ah::IbvAhAttr;
 use crate::hal::L2Info;
 
 /// Words of a packed key.
@@ -10,7 +12,7 @@ pub(crate) const KEY_WORDS: usize = 4;
 
 /// An [`AhAttr`] packed into four words, in the byte layout of the C
 /// `struct ibv_ah_attr` ([`IbvAhAttr`], 32 bytes), so that the key of a
-/// profile's output is four loads ([`Key::from_ibv`]). The packing is
+/// profile's output is its four words ([`Key::from_words`]). The packing is
 /// injective: two keys are equal exactly when the attributes are.
 ///
 /// | word | bits |
@@ -59,27 +61,23 @@ impl Key {
         }
     }
 
-    /// The key of `AhAttr::try_from(c)`, without building the `AhAttr`: the
-    /// last two words are the C struct's bytes 16..32 as they lie in memory
-    /// (one load each). `None` when `c` is not in canonical form (SL above
-    /// 15, port 0, a 20-bit-overflowing flow label, `is_global` other than 0
-    /// or 1, non-zero padding): the caller then converts it the slow way,
-    /// which gives the same key or the conversion's error.
-    #[inline(always)]
+    /// The key of `AhAttr::try_from(c)` (tests; the table uses
+    /// [`from_words`](Self::from_words)).
+    #[cfg(test)]
     pub(crate) fn from_ibv(c: &IbvAhAttr) -> Option<Key> {
-        let g = &c.grh;
-        let w2 = u64::from(g.flow_label)
-            | u64::from(g.sgid_index) << 32
-            | u64::from(g.hop_limit) << 40
-            | u64::from(g.traffic_class) << 48
-            | u64::from(g.reserved) << 56;
-        let w3 = u64::from(c.dlid)
-            | u64::from(c.sl) << 16
-            | u64::from(c.src_path_bits) << 24
-            | u64::from(c.static_rate) << 32
-            | u64::from(c.is_global) << 40
-            | u64::from(c.port_num) << 48
-            | u64::from(c.reserved) << 56;
+        Key::from_words(c.to_words())
+    }
+
+    /// The key of `AhAttr::try_from(c)` for the C attribute `c` whose memory
+    /// image is `w` ([`IbvAhAttr::to_words`]), without building the
+    /// `AhAttr`: the last two words are the C struct's bytes 16..32 as they
+    /// are. `None` when `c` is not in canonical form (SL above 15, port 0, a
+    /// 20-bit-overflowing flow label, `is_global` other than 0 or 1,
+    /// non-zero padding): the caller then converts it the slow way, which
+    /// gives the same key or the conversion's error.
+    #[inline(always)]
+    pub(crate) fn from_words(w: [u64; 4]) -> Option<Key> {
+        let [w0, w1, w2, w3] = w;
         // SL ≤ 15, is_global ≤ 1, padding 0, port ≠ 0.
         const NOT_CANONICAL_3: u64 = 0xff00_fe00_00f0_0000;
         // With a GRH: flow label ≤ 0xfffff, padding 0.
@@ -89,8 +87,7 @@ impl Key {
         if (w3 & NOT_CANONICAL_3) | (w2 & NOT_CANONICAL_2 & mask) != 0 || w3 >> 48 == 0 {
             return None;
         }
-        let d = u128::from_le_bytes(g.dgid);
-        Some(Key([d as u64 & mask, (d >> 64) as u64 & mask, w2 & mask, w3]))
+        Some(Key([w0 & mask, w1 & mask, w2 & mask, w3]))
     }
 
     /// The home slot of this key in a table of `mask + 1` slots (a power of

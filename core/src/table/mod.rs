@@ -1169,16 +1169,16 @@ where
         area: &Area,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let c = libibverbs::init_ah_from_wc(gids, port, wc, Some(area)).map_err(ResolveError::Attr)?;
-        // The key straight from the C attribute: the `AhAttr` is built only
-        // on a miss.
-        let Some(key) = Key::from_ibv(&c) else {
-            return self.resolve_slow(hal, &c, None, block);
+        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
+        // The key straight from the C attribute's memory image: neither the
+        // C struct nor the `AhAttr` is built unless the probe misses.
+        let Some(key) = Key::from_words(w) else {
+            return self.resolve_slow(hal, &IbvAhAttr::from_words(w), None, block);
         };
         match self.probe(&key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
-            p => self.resolve_slow(hal, &c, Some(p), block),
+            p => self.resolve_slow(hal, &IbvAhAttr::from_words(w), Some(p), block),
         }
     }
 
