@@ -97,7 +97,7 @@ impl Key {
     pub(crate) fn home(&self, mask: usize) -> usize {
         const K: u64 = 0x9e37_79b9_7f4a_7c15;
         let [w0, w1, w2, w3] = self.0;
-        let h = (w0 ^ w1.rotate_left(32) ^ w2 ^ w3).wrapping_mul(K);
+        let h = ((w0 ^ w1.rotate_left(32)) ^ (w2 ^ w3)).wrapping_mul(K);
         ((h >> 40) as usize) & mask
     }
 
