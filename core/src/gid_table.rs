@@ -157,20 +157,25 @@ impl Slot {
 /// (`gid_tbl_len`): slots at or above `N` are then empty (a backend refuses to
 /// snapshot a table whose valid entries do not fit). `N` must be between 1 and
 /// 65534.
+///
+/// The layout is fixed (`repr(C)`) so that what a search reads comes first:
+/// the port and the multicast count, then the chain heads, then the slots;
+/// in a small table these share the first cache lines.
 #[derive(Clone)]
+#[repr(C)]
 pub struct GidTable<const N: usize> {
     port_num: u8,
     link_layer: LinkLayer,
-    len: u32,
-    generation: u64,
-    live: u32,
     /// Entries whose GID is multicast ([`Gid::is_multicast_any`]).
     multicast: u32,
     /// Lowest empty index below `len`, or `u32::MAX`.
     first_empty: u32,
-    slots: [Slot; N],
+    len: u32,
+    live: u32,
+    generation: u64,
     /// Chain heads: `2N` buckets (load factor at most one half).
     head: [[u16; 2]; N],
+    slots: [Slot; N],
     /// Netdev interface index per slot (cold: only [`GidTable::get`]).
     ifindex: [u32; N],
 }

@@ -339,7 +339,7 @@ fn init_impl<const N: usize, T: Output>(
     // which libibverbs refuses before it searches: the plain path then.
     // Real ports have none, and the answer depends on the table alone.
     if table.holds_multicast() {
-        return slow(table, port_num, wc, area, evidence).map(T::from_attr);
+        return slow(table, port_num, wc, area, evidence);
     }
     let r = match evidence {
         Evidence::None => route(area),
@@ -348,14 +348,15 @@ fn init_impl<const N: usize, T: Output>(
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
         return match evidence {
-            Evidence::None => miss(table, port_num, wc, area, r).map(T::from_attr),
-            _ => slow(table, port_num, wc, area, evidence).map(T::from_attr),
+            Evidence::None => miss(table, port_num, wc, area, r),
+            _ => slow(table, port_num, wc, area, evidence),
         };
     };
     Ok(T::from_words(found_words(port_num, wc, flow_label, &r, index)))
 }
 
-/// What [`init_impl`] builds: the C struct, or its four words.
+/// What [`init_impl`] (and its cold paths, so that nothing is copied on
+/// the way out) builds: the C struct, or its four words.
 trait Output {
     fn from_words(w: [u64; 4]) -> Self;
     fn from_attr(a: IbvAhAttr) -> Self;
@@ -403,7 +404,13 @@ fn found_words(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32)
 /// that found no stored entry (a zero GID may still match an empty slot).
 #[cold]
 #[inline(never)]
-fn miss<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Area, r: Route) -> IbvResult {
+fn miss<const N: usize, T: Output>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+    r: Route,
+) -> Result<T, IbvFailure> {
     let nh = grh::next_header(area);
     let remote = gid_from_le(r.remote.0, r.remote.1).0;
     let local = gid_from_le(r.local.0, r.local.1);
@@ -420,7 +427,7 @@ fn miss<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Ar
         // empty slots match) can still be found.
         let found = if local == Gid::ZERO { table.find_libibverbs(port_num, &local, r.want_v2) } else { None };
         if let Some(index) = found {
-            return Ok(IbvAhAttr::from_words(found_words(port_num, wc, u64::from(grh::flow_label(area)), &r, index)));
+            return Ok(T::from_words(found_words(port_num, wc, u64::from(grh::flow_label(area)), &r, index)));
         }
         (IbvError::GidNotFound, if r.is6 { remote } else { [0; 16] })
     };
@@ -462,7 +469,13 @@ fn route_with_evidence(area: &Area, evidence: Evidence) -> Route {
 /// [`GidTable::find_libibverbs`].
 #[cold]
 #[inline(never)]
-fn slow<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Area, evidence: Evidence) -> IbvResult {
+fn slow<const N: usize, T: Output>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+    evidence: Evidence,
+) -> Result<T, IbvFailure> {
     let c = classify_with(area, evidence);
     let mut attr = IbvAhAttr {
         grh: IbvGlobalRoute { flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
@@ -480,7 +493,7 @@ fn slow<const N: usize>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, area: &Ar
                 attr.grh.sgid_index = index as u8;
                 attr.grh.hop_limit = c.hop_limit;
                 attr.grh.traffic_class = c.traffic_class;
-                return Ok(attr);
+                return Ok(T::from_attr(attr));
             }
             None => (IbvError::GidNotFound, early_dgid(&c)),
         },
