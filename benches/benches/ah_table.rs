@@ -28,9 +28,8 @@
 //! the bare loop) for the single-thread hit (`get_or_create`, reference
 //! kept), hit + release and `resolve` against gates set at measured figures
 //! plus ~3 % (hit 93.5 and hit + release 115.5 with the hit counted in the
-//! lifecycle word; `resolve`'s gate predates that and waits for the
-//! `init_ah_from_wc` rework). The issue's targets, 100 and 300, are printed
-//! beside them:
+//! lifecycle word; `resolve` 262.1 with the reworked `init_ah_from_wc`). The
+//! issue's targets, 100 and 300, are printed beside them:
 //!
 //! ```text
 //! cargo bench -p udah-benches --bench ah_table                                   # criterion + ratios
