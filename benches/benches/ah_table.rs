@@ -7,7 +7,9 @@
 //!   (take a reference, give it back);
 //! * **hit only**: the same look-ups, timed without their releases: each
 //!   thread takes [`CHUNK`] references under the clock, then gives them back
-//!   with the clock stopped (so refcounts stay ≤ `CHUNK` × threads);
+//!   with the clock stopped (so refcounts stay ≤ `CHUNK` × threads); the
+//!   table also with `get_or_create_prepared` (key and hash computed once per
+//!   peer, as a runtime with per-peer state keeps them);
 //! * **resolve**: completion + 40-byte area → handle (`AhTable::resolve`)
 //!   against `init_ah_from_wc` + the same maps, with its release, and
 //!   **resolve only** without (timed as *hit only*);
@@ -48,7 +50,7 @@ use udah_benches::{Family, Fixture, SEED};
 use udah_core::GidTable;
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
 use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::table::AhTable;
+use udah_core::table::{AhTable, PreparedAttr};
 use udah_core::wire::{Area, Gid};
 
 /// A backend that hands out counter values, optionally after a sleep.
@@ -392,6 +394,9 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
         rw.release(a);
     }
     let n = inp.attrs.len();
+    // The same attributes prepared once (key and hash), as a runtime with
+    // per-peer state keeps them.
+    let prepared: Vec<PreparedAttr> = inp.attrs.iter().map(PreparedAttr::new).collect();
     for threads in [1usize, 2] {
         let mut g = c.benchmark_group(format!("ah_table_hit_only_{threads}t"));
         let modes: &[bool] = if threads == 1 { &[true] } else { &[false, true] };
@@ -409,6 +414,21 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                         &|t, i| pick(n, shared, t, i),
                         &|k| {
                             let h = table.get_or_create(&hal, black_box(&inp.attrs[k])).unwrap();
+                            black_box(h.ah());
+                            h
+                        },
+                        &|h| table.release(&hal, h).unwrap(),
+                    )
+                })
+            });
+            g.bench_function(format!("table_prepared{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only(
+                        threads,
+                        iters,
+                        &|t, i| pick(n, shared, t, i),
+                        &|k| {
+                            let h = table.get_or_create_prepared(&hal, black_box(&prepared[k])).unwrap();
                             black_box(h.ah());
                             h
                         },
@@ -639,6 +659,20 @@ fn summary(dir: &std::path::Path, since: SystemTime) {
             "hit only, 2 threads, disjoint",
             2,
             "ah_table_hit_only_2t/table_disjoint",
+            "ah_table_hit_only_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit only, prepared key, 1 thread",
+            1,
+            "ah_table_hit_only_1t/table_prepared",
+            "ah_table_hit_only_1t/mutex_hashmap",
+            "ah_table_hit_only_1t/rwlock_hashmap",
+        ),
+        (
+            "hit only, prepared key, 2 threads, disjoint",
+            2,
+            "ah_table_hit_only_2t/table_prepared_disjoint",
             "ah_table_hit_only_2t/mutex_hashmap_disjoint",
             "ah_table_hit_only_2t/rwlock_hashmap_disjoint",
         ),

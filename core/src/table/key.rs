@@ -42,6 +42,13 @@ fn word2(flow_label: u32, sgid_index: u8, hop_limit: u8, traffic_class: u8) -> u
         | (u64::from(hop_limit) << 40 | u64::from(traffic_class) << 48)
 }
 
+/// The home slot of a key whose [`Key::hash`] is `h`, in a table of
+/// `mask + 1` slots.
+#[inline(always)]
+pub(crate) fn home_of(h: u64, mask: usize) -> usize {
+    ((h >> 40) as usize) & mask
+}
+
 impl Key {
     /// Packs `a`.
     #[inline(always)]
@@ -95,10 +102,16 @@ impl Key {
     /// constant, top 24 bits.
     #[inline(always)]
     pub(crate) fn home(&self, mask: usize) -> usize {
+        home_of(self.hash(), mask)
+    }
+
+    /// The hash [`home`](Self::home) reduces (independent of the table's
+    /// size, so that a [`super::PreparedAttr`] can keep it).
+    #[inline(always)]
+    pub(crate) fn hash(&self) -> u64 {
         const K: u64 = 0x9e37_79b9_7f4a_7c15;
         let [w0, w1, w2, w3] = self.0;
-        let h = ((w0 ^ w1.rotate_left(32)) ^ (w2 ^ w3)).wrapping_mul(K);
-        ((h >> 40) as usize) & mask
+        ((w0 ^ w1.rotate_left(32)) ^ (w2 ^ w3)).wrapping_mul(K)
     }
 
     /// The port.

@@ -11,6 +11,9 @@
 //!   existing AH; a miss creates it once, however many threads miss at once;
 //!   [`try_get_or_create`](AhTable::try_get_or_create) returns
 //!   [`TableError::Pending`] instead of waiting for another thread's create;
+//! * [`get_or_create_prepared`](AhTable::get_or_create_prepared) and
+//!   [`get_prepared`](AhTable::get_prepared): the same for a [`PreparedAttr`],
+//!   whose key and hash were computed once (per-peer state in a runtime);
 //! * [`resolve`](AhTable::resolve) and [`resolve_batch`](AhTable::resolve_batch):
 //!   work completion + 40-byte area → handle in one call (the libibverbs
 //!   profile, then the probe);
@@ -205,6 +208,41 @@ pub const MAX_READ_RETRIES: u32 = 4;
 /// How many slow-path rounds (claim, wait for another thread's create,
 /// acquire) a look-up makes before [`TableError::Contended`].
 const MAX_ROUNDS: u32 = 64;
+
+/// An [`AhAttr`] prepared for repeated look-ups: the attribute with its
+/// packed key and the key's hash, computed once. A runtime that keeps
+/// per-peer state (an MPI or UCX-style endpoint) prepares each peer's
+/// attribute when it learns it, and its hits then start at the probe:
+/// [`AhTable::get_or_create_prepared`], [`AhTable::get_prepared`]. The hash
+/// does not depend on the table, so one `PreparedAttr` serves any table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedAttr {
+    attr: AhAttr,
+    key: Key,
+    hash: u64,
+}
+
+impl PreparedAttr {
+    /// Prepares `attr`.
+    #[inline]
+    pub fn new(attr: &AhAttr) -> PreparedAttr {
+        let key = Key::new(attr);
+        PreparedAttr { attr: *attr, key, hash: key.hash() }
+    }
+
+    /// The attribute.
+    #[inline]
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+}
+
+impl From<&AhAttr> for PreparedAttr {
+    #[inline]
+    fn from(attr: &AhAttr) -> PreparedAttr {
+        PreparedAttr::new(attr)
+    }
+}
 
 /// A reference to an AH in an [`AhTable`].
 ///
@@ -578,7 +616,12 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The lock-free probe of `key`'s window.
     #[inline(always)]
     fn probe(&self, key: &Key) -> Probe {
-        let home = key.home(Self::MASK);
+        self.probe_from(key, key.home(Self::MASK))
+    }
+
+    /// The lock-free probe of `key`'s window, which starts at `home`.
+    #[inline(always)]
+    fn probe_from(&self, key: &Key, home: usize) -> Probe {
         for i in 0..Self::WINDOW {
             let idx = home.wrapping_add(i) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
@@ -821,6 +864,43 @@ where
     #[inline]
     pub fn try_get_or_create(&self, hal: &H, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         self.lookup(hal, &Key::new(attr), attr, false)
+    }
+
+    /// [`get`](Self::get) for a [`PreparedAttr`]: the key and its hash are
+    /// not computed again.
+    #[inline]
+    pub fn get_prepared(&self, p: &PreparedAttr) -> Option<AhHandle<H::Ah>> {
+        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK)) {
+            Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
+            _ => None,
+        }
+    }
+
+    /// [`get_or_create`](Self::get_or_create) for a [`PreparedAttr`]: a hit
+    /// starts at the probe (the key and its hash were computed when `p` was
+    /// prepared); a miss is exactly `get_or_create(hal, p.attr())`.
+    #[inline]
+    pub fn get_or_create_prepared(&self, hal: &H, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup_prepared(hal, p, true)
+    }
+
+    /// [`try_get_or_create`](Self::try_get_or_create) for a [`PreparedAttr`].
+    #[inline]
+    pub fn try_get_or_create_prepared(
+        &self,
+        hal: &H,
+        p: &PreparedAttr,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup_prepared(hal, p, false)
+    }
+
+    #[inline(always)]
+    fn lookup_prepared(&self, hal: &H, p: &PreparedAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK)) {
+            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
+            Probe::Overflow => Err(TableError::RefcountOverflow),
+            probe => self.lookup_slow(hal, &p.attr, block, probe),
+        }
     }
 
     #[inline(always)]

@@ -124,6 +124,39 @@ fn hit_shares_one_ah() {
 }
 
 #[test]
+fn prepared_lookups_are_the_plain_ones() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let other = AhTable::<Counting, 64>::new();
+    let p = PreparedAttr::new(&attr(3));
+    assert_eq!(p.attr(), &attr(3));
+    assert!(t.get_prepared(&p).is_none());
+    // A miss through the prepared form creates; the plain form then hits it.
+    let a = t.get_or_create_prepared(&hal, &p).unwrap();
+    let b = t.get_or_create(&hal, &attr(3)).unwrap();
+    let c = t.get_prepared(&p).unwrap();
+    let d = t.try_get_or_create_prepared(&hal, &PreparedAttr::from(&attr(3))).unwrap();
+    for h in [&b, &c, &d] {
+        assert_eq!((h.ah(), h.slot(), h.generation()), (a.ah(), a.slot(), a.generation()));
+    }
+    let s = t.stats();
+    assert_eq!((s.hits, s.misses, s.creates, s.live), (3, 1, 1, 1));
+    // The same prepared attribute serves a table of another size.
+    let e = other.get_or_create_prepared(&hal, &p).unwrap();
+    assert_eq!(other.get(&attr(3)).map(|h| h.ah()), Some(e.ah()));
+    // Retired entries are not found through the prepared form either.
+    for h in [a, b, c, d] {
+        t.release(&hal, h).unwrap();
+    }
+    assert_eq!(t.retire_all(&hal), 1);
+    assert!(t.get_prepared(&p).is_none());
+    let f = t.get_or_create_prepared(&hal, &p).unwrap();
+    assert_eq!(hal.creates.load(Ordering::Relaxed), 3);
+    t.release(&hal, f).unwrap();
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+}
+
+#[test]
 fn stale_release_is_an_error() {
     let hal = Counting::default();
     let t = T8::new();
