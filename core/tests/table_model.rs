@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use common::{CountingHal, attr};
 use proptest::prelude::*;
 use udah_core::hal::ErrorKind;
-use udah_core::table::{AhHandle, AhTable, TableError};
+use udah_core::table::{AhHandle, AhTable, PreparedAttr, TableError};
 use udah_core::{Gid, GidEntry, GidTable, GidType, LinkLayer};
 
 const KEYS: u32 = 12;
@@ -38,6 +38,8 @@ const KEYS: u32 = 12;
 enum Op {
     Get(u32),
     TryGet(u32),
+    /// `get_or_create_prepared` with a freshly prepared attribute.
+    GetPrepared(u32),
     Release(usize),
     Retain(usize),
     RetireAll,
@@ -49,10 +51,19 @@ enum Op {
     FailNext,
 }
 
+/// Which look-up an `Op` makes.
+#[derive(Debug, Clone, Copy)]
+enum How {
+    Plain,
+    Try,
+    Prepared,
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..KEYS).prop_map(Op::Get),
         2 => (0..KEYS).prop_map(Op::TryGet),
+        3 => (0..KEYS).prop_map(Op::GetPrepared),
         6 => any::<usize>().prop_map(Op::Release),
         1 => any::<usize>().prop_map(Op::Retain),
         1 => Just(Op::RetireAll),
@@ -101,12 +112,12 @@ impl World {
         self.current.retain(|_, ah| referenced.contains(ah));
     }
 
-    fn get(&mut self, k: u32, try_: bool) -> Result<(), TestCaseError> {
+    fn get(&mut self, k: u32, how: How) -> Result<(), TestCaseError> {
         self.lookups += 1;
-        let r = if try_ {
-            self.table.try_get_or_create(&self.hal, &attr(k))
-        } else {
-            self.table.get_or_create(&self.hal, &attr(k))
+        let r = match how {
+            How::Plain => self.table.get_or_create(&self.hal, &attr(k)),
+            How::Try => self.table.try_get_or_create(&self.hal, &attr(k)),
+            How::Prepared => self.table.get_or_create_prepared(&self.hal, &PreparedAttr::new(&attr(k))),
         };
         match r {
             Ok(h) => {
@@ -129,8 +140,9 @@ impl World {
 
     fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
         match op {
-            Op::Get(k) => self.get(k, false)?,
-            Op::TryGet(k) => self.get(k, true)?,
+            Op::Get(k) => self.get(k, How::Plain)?,
+            Op::TryGet(k) => self.get(k, How::Try)?,
+            Op::GetPrepared(k) => self.get(k, How::Prepared)?,
             Op::Release(i) => {
                 if !self.held.is_empty() {
                     let (h, _) = self.held.swap_remove(i % self.held.len());
