@@ -431,18 +431,24 @@ fn miss<const N: usize, T: Output>(
         }
         (IbvError::GidNotFound, if r.is6 { remote } else { [0; 16] })
     };
-    Err(IbvFailure {
-        error,
-        attr: IbvAhAttr {
-            grh: IbvGlobalRoute { dgid, flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
-            dlid: wc.slid,
-            sl: wc.sl,
-            src_path_bits: wc.dlid_path_bits,
-            is_global: 1,
-            port_num,
-            ..IbvAhAttr::default()
-        },
-    })
+    Err(IbvFailure { error, attr: grh_base(port_num, wc, area, dgid) })
+}
+
+/// The attribute with what C writes once `IBV_WC_GRH` is set, before the
+/// GID search decides the rest: the generic fields, `is_global` and `dgid`
+/// (the packet's source, or zero where C has not written it yet). The cold
+/// paths start from it; the hot path builds the same fields as words.
+#[inline]
+fn grh_base(port_num: u8, wc: &IbvWc, area: &Area, dgid: [u8; 16]) -> IbvAhAttr {
+    IbvAhAttr {
+        grh: IbvGlobalRoute { dgid, flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
+        dlid: wc.slid,
+        sl: wc.sl,
+        src_path_bits: wc.dlid_path_bits,
+        is_global: 1,
+        port_num,
+        ..IbvAhAttr::default()
+    }
 }
 
 /// [`Route`] from the strict detection with `evidence`, out of line.
@@ -477,19 +483,10 @@ fn slow<const N: usize, T: Output>(
     evidence: Evidence,
 ) -> Result<T, IbvFailure> {
     let c = classify_with(area, evidence);
-    let mut attr = IbvAhAttr {
-        grh: IbvGlobalRoute { flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
-        dlid: wc.slid,
-        sl: wc.sl,
-        src_path_bits: wc.dlid_path_bits,
-        is_global: 1,
-        port_num,
-        ..IbvAhAttr::default()
-    };
     let (error, dgid) = match c.verdict {
         Verdict::Search => match table.find_libibverbs(port_num, &c.local, c.want_v2) {
             Some(index) => {
-                attr.grh.dgid = c.remote.0;
+                let mut attr = grh_base(port_num, wc, area, c.remote.0);
                 attr.grh.sgid_index = index as u8;
                 attr.grh.hop_limit = c.hop_limit;
                 attr.grh.traffic_class = c.traffic_class;
@@ -502,8 +499,7 @@ fn slow<const N: usize, T: Output>(
         Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(grh::next_header(area)), early_dgid(&c)),
         Verdict::Ambiguous => (IbvError::AmbiguousHeader, [0; 16]),
     };
-    attr.grh.dgid = dgid;
-    Err(IbvFailure { error, attr })
+    Err(IbvFailure { error, attr: grh_base(port_num, wc, area, dgid) })
 }
 
 /// A NULL `grh`: C has zeroed the attribute, then faults.
