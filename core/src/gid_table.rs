@@ -132,8 +132,6 @@ struct Slot {
     key: [u64; 2],
     /// 0 = empty, else `GidType as u8 + 1`.
     ty: u8,
-    /// `ty` is RoCE v2 (the class `find_libibverbs` compares).
-    v2: bool,
     vlan: u16,
     /// The next slot of this slot's chain (here, so that a search reads one
     /// cache line per step), or [`NIL`].
@@ -144,11 +142,17 @@ impl Slot {
     /// The GID, untagged.
     #[inline]
     fn gid(&self) -> Gid {
-        let [lo, hi] = tag(self.key[0], self.key[1], self.v2);
+        let [lo, hi] = tag(self.key[0], self.key[1], self.v2());
         Gid(((u128::from(hi) << 64) | u128::from(lo)).to_le_bytes())
     }
 
-    const EMPTY: Slot = Slot { key: [0; 2], ty: 0, v2: false, vlan: NO_VLAN, next: NIL };
+    /// Whether the entry is RoCE v2 (the class `find_libibverbs` compares).
+    #[inline(always)]
+    fn v2(&self) -> bool {
+        self.ty == TY_ROCE_V2
+    }
+
+    const EMPTY: Slot = Slot { key: [0; 2], ty: 0, vlan: NO_VLAN, next: NIL };
 }
 
 /// A snapshot of one port's GID table, with capacity `N` slots.
@@ -283,7 +287,6 @@ impl<const N: usize> GidTable<N> {
             *s = Slot {
                 key: tag_gid(&entry.gid.0, entry.gid_type == GidType::RoceV2),
                 ty: (entry.gid_type as u8).wrapping_add(1),
-                v2: entry.gid_type == GidType::RoceV2,
                 vlan: entry.vlan.unwrap_or(NO_VLAN),
                 next: NIL,
             };
@@ -348,9 +351,6 @@ impl<const N: usize> GidTable<N> {
         }
         if let Some(s) = self.slots.get_mut(i) {
             *s = Slot::EMPTY;
-        }
-        if let Some(n) = self.slots.get_mut(i).map(|s| &mut s.next) {
-            *n = NIL;
         }
         self.live = self.live.saturating_sub(1);
         self.multicast = self.multicast.saturating_sub(u32::from(slot.gid().is_multicast_any()));
@@ -422,7 +422,7 @@ impl<const N: usize> GidTable<N> {
             cur = s.next;
             Some((u32::from(i), s))
         })
-        .filter(move |(_, s)| s.key == key && s.v2 == v2)
+        .filter(move |(_, s)| s.key == key && s.v2() == v2)
     }
 
     /// Whether some entry's GID is multicast ([`Gid::is_multicast_any`]:
@@ -441,14 +441,21 @@ impl<const N: usize> GidTable<N> {
     /// `len`, or index 0 when `port` is not this table's port or is 0).
     #[inline]
     pub fn find_libibverbs(&self, port: u8, gid: &Gid, want_v2: bool) -> Option<u32> {
+        if !self.answers(port) {
+            return None;
+        }
         let v = u128::from_le_bytes(gid.0);
-        let found = self.find_libibverbs_stored(port, (v as u64, (v >> 64) as u64), want_v2);
+        let found = self.chain(tag(v as u64, (v >> 64) as u64, want_v2), want_v2).next().map(|(i, _)| i);
         // No entry holds the zero GID (`set` refuses it): it matches the
         // first empty slot, of class v1.
-        found.or_else(|| {
-            (port == self.port_num && port != 0 && *gid == Gid::ZERO && !want_v2 && self.first_empty != u32::MAX)
-                .then_some(self.first_empty)
-        })
+        found.or_else(|| (*gid == Gid::ZERO && !want_v2 && self.first_empty != u32::MAX).then_some(self.first_empty))
+    }
+
+    /// Whether libibverbs' GID queries on `port` reach this table (a port
+    /// other than the table's, or 0, makes the first query fail).
+    #[inline(always)]
+    fn answers(&self, port: u8) -> bool {
+        port == self.port_num && port != 0
     }
 
     /// [`find_libibverbs`](Self::find_libibverbs) among the stored entries
@@ -457,7 +464,7 @@ impl<const N: usize> GidTable<N> {
     /// search. A `None` here is not final for the zero GID.
     #[inline(always)]
     pub(crate) fn find_libibverbs_stored(&self, port: u8, gid: (u64, u64), want_v2: bool) -> Option<u32> {
-        if port != self.port_num || port == 0 {
+        if !self.answers(port) {
             return None;
         }
         self.chain(tag(gid.0, gid.1, want_v2), want_v2).next().map(|(i, _)| i)
@@ -469,7 +476,7 @@ impl<const N: usize> GidTable<N> {
     pub fn libibverbs_query_count(&self, port: u8, result: Option<u32>) -> u64 {
         match result {
             Some(i) => u64::from(i).wrapping_mul(2).wrapping_add(2),
-            None if port != self.port_num || port == 0 => 1,
+            None if !self.answers(port) => 1,
             None => u64::from(self.len).wrapping_mul(2).wrapping_add(1),
         }
     }
