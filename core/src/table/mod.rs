@@ -181,7 +181,10 @@
 //! ```
 
 mod key;
+mod session;
 mod slot;
+
+pub use self::session::{LEASE, Session};
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -413,6 +416,15 @@ fn not_live_is_creating(m: u64) -> bool {
 /// One result of [`AhTable::resolve_batch`].
 pub type ResolveResult<A, E> = Result<AhHandle<A>, ResolveError<E>>;
 
+/// A handle as two words, so that it comes back from an out-of-line slow
+/// path in registers: the AH token, and `slot | generation << 32`.
+type RawHandle = (u64, u64);
+
+#[inline(always)]
+fn raw(slot: u32, generation: u32, token: u64) -> RawHandle {
+    (token, u64::from(slot) | u64::from(generation) << 32)
+}
+
 /// What the lock-free probe found.
 enum Probe {
     /// A reference was taken: slot, generation, AH token.
@@ -462,6 +474,9 @@ pub struct AhTable<H, const N: usize> {
     /// The first generation of this table's slots (0: not drawn yet).
     seed: AtomicU64,
     clock: CachePadded<AtomicU64>,
+    /// Bumped whenever [`Session`]s should give their leases back: an entry
+    /// was retired, or a claim found no room.
+    reclaim: CachePadded<AtomicU64>,
     _backend: PhantomData<fn(&H)>,
 }
 
@@ -505,6 +520,7 @@ impl<H, const N: usize> AhTable<H, N> {
             hand: CachePadded::new(AtomicU64::new(0)),
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
+            reclaim: CachePadded::new(AtomicU64::new(0)),
             _backend: PhantomData,
         }
     }
@@ -521,6 +537,7 @@ impl<H, const N: usize> AhTable<H, N> {
             hand: CachePadded::new(AtomicU64::new(0)),
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
+            reclaim: CachePadded::new(AtomicU64::new(0)),
             _backend: PhantomData,
         }
     }
@@ -616,12 +633,13 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The lock-free probe of `key`'s window.
     #[inline(always)]
     fn probe(&self, key: &Key) -> Probe {
-        self.probe_from(key, key.home(Self::MASK))
+        self.probe_from(key, key.home(Self::MASK), 0)
     }
 
-    /// The lock-free probe of `key`'s window, which starts at `home`.
+    /// The lock-free probe of `key`'s window, which starts at `home`; a hit
+    /// takes `1 + extra` references (`extra` > 0: a [`Session`]'s lease).
     #[inline(always)]
-    fn probe_from(&self, key: &Key, home: usize) -> Probe {
+    fn probe_from(&self, key: &Key, home: usize, extra: u64) -> Probe {
         for i in 0..Self::WINDOW {
             let idx = home.wrapping_add(i) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
@@ -644,8 +662,10 @@ impl<H, const N: usize> AhTable<H, N> {
                 fence(Ordering::Acquire);
                 // One more reference and one more hit (the hit field wraps
                 // off the top of the word; `slot.rs`).
-                let next = m.wrapping_add(HIT_STEP);
-                if next & REF_MAX == 0 {
+                let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
+                // The refcount field wrapped (and carried into the state):
+                // too many references.
+                if next & REF_MAX <= extra {
                     return Probe::Overflow;
                 }
                 // `Acquire` on failure too: the retry reads the key and token
@@ -746,6 +766,8 @@ impl<H, const N: usize> AhTable<H, N> {
                 }
             }
         }
+        // Sessions may be pinning cached entries: ask them to give them back.
+        self.reclaim.fetch_add(1, Ordering::Relaxed);
         Claim::Full
     }
 
@@ -819,6 +841,11 @@ impl<H, const N: usize> AhTable<H, N> {
                 }
             }
         }
+        if retired > 0 {
+            // Sessions give back their leases of retired entries at their
+            // next operation, so that the last release destroys the AH.
+            self.reclaim.fetch_add(1, Ordering::Relaxed);
+        }
         retired
     }
 }
@@ -870,7 +897,7 @@ where
     /// not computed again.
     #[inline]
     pub fn get_prepared(&self, p: &PreparedAttr) -> Option<AhHandle<H::Ah>> {
-        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK)) {
+        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK), 0) {
             Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
             _ => None,
         }
@@ -896,19 +923,65 @@ where
 
     #[inline(always)]
     fn lookup_prepared(&self, hal: &H, p: &PreparedAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK)) {
-            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
-            Probe::Overflow => Err(TableError::RefcountOverflow),
-            probe => self.lookup_slow(hal, &p.attr, block, probe),
-        }
+        let mut err = None;
+        let (t, sg) = match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK), 0) {
+            Probe::Hit(s, g, t) => raw(s, g, t),
+            probe => self.lookup_slow_raw(hal, &p.attr, block, probe, &mut err),
+        };
+        Self::finish(t, sg, err)
     }
 
     #[inline(always)]
     fn lookup(&self, hal: &H, key: &Key, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.probe(key) {
-            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
+        let mut err = None;
+        let (t, sg) = match self.probe(key) {
+            Probe::Hit(s, g, t) => raw(s, g, t),
+            p => self.lookup_slow_raw(hal, attr, block, p, &mut err),
+        };
+        Self::finish(t, sg, err)
+    }
+
+    /// The handle of a [`RawHandle`], or the error the slow path left in
+    /// `err`. The fast and slow paths meet here in registers: merging two
+    /// `Result`s, LLVM builds the fast one in memory with narrow stores and
+    /// then copies it with a wide load, a store-forwarding stall of several
+    /// nanoseconds per hit.
+    #[inline(always)]
+    fn finish<X>(t: u64, sg: u64, err: Option<X>) -> Result<AhHandle<H::Ah>, X> {
+        match err {
+            Some(e) => Err(e),
+            None => Ok(Self::handle(sg as u32, (sg >> 32) as u32, t)),
+        }
+    }
+
+    /// [`lookup_slow`](Self::lookup_slow) (and a refcount overflow) with the
+    /// handle returned in registers and the error in `err`.
+    #[inline(never)]
+    fn lookup_slow_raw(
+        &self,
+        hal: &H,
+        attr: &AhAttr,
+        block: bool,
+        first: Probe,
+        err: &mut Option<TableError<H::Error>>,
+    ) -> RawHandle {
+        let r = match first {
+            Probe::Hit(s, g, t) => return raw(s, g, t),
             Probe::Overflow => Err(TableError::RefcountOverflow),
             p => self.lookup_slow(hal, attr, block, p),
+        };
+        Self::to_raw(r, err)
+    }
+
+    /// `r` as a [`RawHandle`], its error (if any) in `err`.
+    #[inline]
+    fn to_raw<X>(r: Result<AhHandle<H::Ah>, X>, err: &mut Option<X>) -> RawHandle {
+        match r {
+            Ok(h) => raw(h.slot, h.generation, h.ah.into_token()),
+            Err(e) => {
+                *err = Some(e);
+                (0, 0)
+            }
         }
     }
 
@@ -1032,6 +1105,9 @@ where
                     if unreferenced {
                         let token = slot.ah.load(Ordering::Relaxed);
                         let _ = self.destroy_and_free(hal, idx, m, token);
+                    } else {
+                        // A session may have leased it already.
+                        self.reclaim.fetch_add(1, Ordering::Relaxed);
                     }
                     return;
                 }
@@ -1080,6 +1156,7 @@ where
                 return true;
             }
         }
+        self.reclaim.fetch_add(1, Ordering::Relaxed);
         false
     }
 
@@ -1099,7 +1176,7 @@ where
         let mut m = slot.meta.load(Ordering::Relaxed);
         loop {
             if m & (GEN_BITS | STATE_MASK) != live || refs(m) == 0 {
-                return self.release_slow(hal, idx, handle.generation, m);
+                return self.release_slow(hal, idx, handle.generation, m, 1, 0);
             }
             match slot.meta.compare_exchange_weak(m, m.wrapping_sub(1), Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return Ok(()),
@@ -1108,18 +1185,29 @@ where
         }
     }
 
-    /// [`release`](Self::release) of a reference to slot `idx`, generation
-    /// `generation`, from the word `m`, in every case.
+    /// [`release`](Self::release) of `n` ≥ 1 references to slot `idx`,
+    /// generation `generation`, from the word `m`, in every case, or'ing
+    /// `used` ([`USED`] or 0) into the word unless it was the last reference
+    /// of a retired entry. (`n` > 1, `used` = [`USED`]: a [`Session`] giving
+    /// back a lease, and the CLOCK credit for the hits it served.)
     #[inline(never)]
-    fn release_slow(&self, hal: &H, idx: usize, generation: u32, mut m: u64) -> Result<(), TableError<H::Error>> {
+    fn release_slow(
+        &self,
+        hal: &H,
+        idx: usize,
+        generation: u32,
+        mut m: u64,
+        n: u64,
+        used: u64,
+    ) -> Result<(), TableError<H::Error>> {
         let Some(slot) = self.slots.get(idx) else { return Err(TableError::StaleHandle) };
         loop {
             let st = state(m);
-            if self::generation(m) != generation || (st != LIVE && st != RETIRED) || refs(m) == 0 {
+            if self::generation(m) != generation || (st != LIVE && st != RETIRED) || refs(m) < n.max(1) {
                 return Err(TableError::StaleHandle);
             }
-            let last = st == RETIRED && refs(m) == 1;
-            let new = if last { rebuild(m, generation, BUSY, false, 0) } else { m.wrapping_sub(1) };
+            let last = st == RETIRED && refs(m) == n;
+            let new = if last { rebuild(m, generation, BUSY, false, 0) } else { m.wrapping_sub(n) | used };
             match slot.meta.compare_exchange_weak(m, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if last => {
                     let token = slot.ah.load(Ordering::Relaxed);
@@ -1252,16 +1340,19 @@ where
         let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
         // The key straight from the C attribute's memory image: neither the
         // C struct nor the `AhAttr` is built unless the probe misses.
-        let Some(key) = Key::from_words(w) else {
-            return self.resolve_slow(hal, &IbvAhAttr::from_words(w), None, block);
+        let mut err = None;
+        let (t, sg) = match Key::from_words(w) {
+            Some(key) => match self.probe(&key) {
+                Probe::Hit(s, g, t) => raw(s, g, t),
+                p => self.resolve_slow(hal, &IbvAhAttr::from_words(w), Some(p), block, &mut err),
+            },
+            None => self.resolve_slow(hal, &IbvAhAttr::from_words(w), None, block, &mut err),
         };
-        match self.probe(&key) {
-            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
-            Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
-            p => self.resolve_slow(hal, &IbvAhAttr::from_words(w), Some(p), block),
-        }
+        Self::finish(t, sg, err)
     }
 
+    /// A resolve whose probe missed (`probed`) or could not run (`None`),
+    /// with the handle returned in registers and the error in `err`.
     #[inline(never)]
     fn resolve_slow(
         &self,
@@ -1269,13 +1360,18 @@ where
         c: &IbvAhAttr,
         probed: Option<Probe>,
         block: bool,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let attr = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr)?;
-        let r = match probed {
-            Some(p) => self.lookup_slow(hal, &attr, block, p),
-            None => self.lookup(hal, &Key::new(&attr), &attr, block),
+        err: &mut Option<ResolveError<H::Error>>,
+    ) -> RawHandle {
+        let r = match AhAttr::try_from(c) {
+            Err(e) => Err(ResolveError::InvalidAttr(e)),
+            Ok(attr) => match probed {
+                Some(Probe::Hit(s, g, t)) => return raw(s, g, t),
+                Some(Probe::Overflow) => Err(ResolveError::Table(TableError::RefcountOverflow)),
+                Some(p) => self.lookup_slow(hal, &attr, block, p).map_err(ResolveError::Table),
+                None => self.lookup(hal, &Key::new(&attr), &attr, block).map_err(ResolveError::Table),
+            },
         };
-        r.map_err(ResolveError::Table)
+        Self::to_raw(r, err)
     }
 
     /// [`resolve`](Self::resolve) over a polled CQ batch: one result per

@@ -492,3 +492,180 @@ fn hits_are_exact_across_wraps_and_reuse() {
     assert_eq!((s.hits, s.misses), (hits, 6));
     assert_eq!((hal.bad.load(Ordering::Relaxed), s.live), (0, hal.live() as u64));
 }
+
+/// The refcount of slot `i`'s word.
+fn refs_at<const N: usize>(t: &AhTable<Counting, N>, i: usize) -> u64 {
+    slot::refs(t.slots[i].meta.load(Ordering::Relaxed))
+}
+
+#[test]
+fn session_hits_are_table_hits_without_a_shared_write() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let plain = t.get_or_create(&hal, &attr(1)).unwrap();
+    let mut s = t.session(&hal);
+    // The first session hit leases: 1 + LEASE references in one CAS.
+    let a = s.get_or_create(&attr(1)).unwrap();
+    assert_eq!((a.ah(), a.slot(), a.generation()), (plain.ah(), plain.slot(), plain.generation()));
+    assert_eq!(refs_at(&t, a.slot()), 2 + u64::from(LEASE));
+    assert_eq!((s.leases(), s.leased_refs()), (1, u64::from(LEASE)));
+    // Lease hits and releases leave the shared word alone.
+    let word = t.slots[a.slot()].meta.load(Ordering::Relaxed);
+    let mut held = Vec::new();
+    for _ in 0..LEASE {
+        held.push(s.get_or_create(&attr(1)).unwrap());
+    }
+    assert_eq!(t.slots[a.slot()].meta.load(Ordering::Relaxed), word);
+    assert_eq!(s.leased_refs(), 0);
+    for h in held.drain(..) {
+        assert_eq!(h.ah(), plain.ah());
+        s.release(h).unwrap();
+    }
+    assert_eq!(t.slots[a.slot()].meta.load(Ordering::Relaxed), word);
+    // A drained lease is refilled by the next hit (one CAS, and it is the
+    // same key, so the lease is kept).
+    for _ in 0..3 * LEASE {
+        held.push(s.get_or_create(&attr(1)).unwrap());
+    }
+    assert_eq!(s.leases(), 1);
+    // Handles are interchangeable: release some to the table, some to the
+    // session; the session sheds LEASE references above 2 × LEASE.
+    for (k, h) in held.drain(..).enumerate() {
+        if k % 3 == 0 { t.release(&hal, h).unwrap() } else { s.release(h).unwrap() }
+    }
+    assert!(s.leased_refs() <= 2 * u64::from(LEASE));
+    assert_eq!(refs_at(&t, a.slot()), 2 + s.leased_refs(), "plain + a + the lease");
+    s.release(a).unwrap();
+    drop(s);
+    assert_eq!(refs_at(&t, plain.slot()), 1, "dropping the session gives its references back");
+    t.release(&hal, plain).unwrap();
+    // Every look-up counted once: 1 + 1 + LEASE + 3 × LEASE.
+    let st = t.stats();
+    assert_eq!(st.hits + st.misses, 2 + 4 * u64::from(LEASE));
+    assert_eq!((st.misses, st.creates, hal.live()), (1, 1, 1));
+}
+
+#[test]
+fn session_and_retirement() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let mut s = t.session(&hal);
+    let a = s.get_or_create(&attr(1)).unwrap(); // a miss: no lease yet
+    let b = s.get_or_create(&attr(1)).unwrap(); // leases
+    assert_eq!(s.leases(), 1);
+    assert_eq!(t.retire_all(&hal), 1);
+    // The retired entry is not found through the lease; the session gives
+    // its leases back (the table bumped its epoch) and creates anew.
+    let c = s.get_or_create(&attr(1)).unwrap();
+    assert_ne!(c.ah(), a.ah());
+    assert_eq!(s.leases(), 0, "a miss takes no lease");
+    assert_eq!(hal.live(), 2, "handles a and b still hold the retired AH");
+    s.release(a).unwrap();
+    assert_eq!(hal.live(), 2);
+    s.release(b).unwrap();
+    assert_eq!(hal.live(), 1, "the last release destroyed the retired AH");
+    s.release(c).unwrap();
+    drop(s);
+    let st = t.stats();
+    assert_eq!((st.creates, st.destroys, st.live, st.retirements), (2, 1, 1, 1));
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn sessions_give_leases_back_when_the_table_is_full() {
+    let hal = Counting::default();
+    let t: AhTable<Counting, 4> = AhTable::new();
+    let mut s = t.session(&hal);
+    for round in 0..2 {
+        for i in 0..4 {
+            let h = s.get_or_create(&attr(i)).unwrap();
+            s.release(h).unwrap();
+            assert_eq!(s.leases(), if round == 0 { 0 } else { i as usize + 1 });
+        }
+    }
+    // Every entry is pinned by a lease: a plain create finds no room, and
+    // asks sessions to give their leases back.
+    assert_eq!(t.get_or_create(&hal, &attr(9)).err(), Some(TableError::Full));
+    let h = s.get_or_create(&attr(0)).unwrap(); // gives them back first
+    assert_eq!(s.leases(), 1, "then leases attr(0) again");
+    s.release(h).unwrap();
+    let n = t.get_or_create(&hal, &attr(9)).unwrap();
+    t.release(&hal, n).unwrap();
+    // A session's own create in a table full of its leases succeeds.
+    let mut s2 = t.session(&hal);
+    for i in [0u8, 1, 2, 9] {
+        for _ in 0..2 {
+            let h = s2.get_or_create(&attr(i)).unwrap();
+            s2.release(h).unwrap();
+        }
+    }
+    let h = s2.get_or_create(&attr(7)).unwrap();
+    assert_eq!(hal.attr_of(h.ah()), Some(attr(7)));
+    s2.release(h).unwrap();
+    drop((s, s2));
+    for i in 0..4 {
+        assert_eq!(refs_at(&t, i), 0);
+    }
+    assert_eq!(t.stats().live, hal.live() as u64);
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_two_way_session_under_three_keys() {
+    let hal = Counting::default();
+    let t = T8::new();
+    // One set of two leases, three keys in turn: every look-up still gives
+    // the key's own AH, and no reference is lost.
+    let mut s: Session<'_, Counting, 8, 2> = Session::new(&t, &hal);
+    let mut held = Vec::new();
+    for r in 0..200u32 {
+        let i = (r % 3) as u8;
+        let h = s.get_or_create(&attr(i)).unwrap();
+        assert_eq!(hal.attr_of(h.ah()), Some(attr(i)));
+        held.push(h);
+        if held.len() > 5 {
+            let h = held.remove((r as usize * 7) % held.len());
+            if r % 2 == 0 { s.release(h).unwrap() } else { t.release(&hal, h).unwrap() }
+        }
+    }
+    for h in held {
+        s.release(h).unwrap();
+    }
+    s.flush().unwrap();
+    assert_eq!(s.leases(), 0);
+    for i in 0..8 {
+        assert_eq!(refs_at(&t, i), 0);
+    }
+    let st = t.stats();
+    assert_eq!(st.hits + st.misses, 200);
+    assert_eq!(st.creates, 3);
+}
+
+#[test]
+fn session_resolve_is_table_resolve() {
+    let hal = Counting::default();
+    let t = T8::new();
+    let (gids, wc, area) = fixture();
+    let a = t.resolve(&hal, &gids, 1, &wc, &area).unwrap();
+    let mut s = t.session(&hal);
+    for _ in 0..100 {
+        let h = s.resolve(&gids, 1, &wc, &area).unwrap();
+        assert_eq!(h.ah(), a.ah());
+        s.release(h).unwrap();
+        let h = s.try_resolve(&gids, 1, &wc, &area).unwrap();
+        s.release(h).unwrap();
+    }
+    let bad_sl = IbvWc { sl: 16, ..wc };
+    assert!(matches!(s.resolve(&gids, 1, &bad_sl, &area), Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16)))));
+    assert!(matches!(s.resolve(&gids, 1, &wc, &[0u8; 40]), Err(ResolveError::Attr(_))));
+    let p = PreparedAttr::new(&hal.attr_of(a.ah()).unwrap());
+    let h = s.get_or_create_prepared(&p).unwrap();
+    assert_eq!(h.ah(), a.ah());
+    s.release(h).unwrap();
+    let h = s.try_get_or_create_prepared(&p).unwrap();
+    s.release(h).unwrap();
+    drop(s);
+    t.release(&hal, a).unwrap();
+    assert_eq!(refs_at(&t, usize::from(0u8)) + (0..8).map(|i| refs_at(&t, i)).sum::<u64>(), 0);
+    assert_eq!(hal.live(), 1);
+}

@@ -1,0 +1,569 @@
+//! [`Session`]: one thread's view of an [`AhTable`] whose repeated hits take
+//! no locked instruction.
+//!
+//! A hit on the shared table is one compare-and-swap on the entry's lifecycle
+//! word: it takes the reference and proves what it read in one step. That
+//! locked instruction is most of a hit's cost, and it writes the entry's
+//! cache line, which two threads answering the same peers then bounce
+//! between them. A session takes references in bulk instead: its first hit
+//! on an entry takes [`LEASE`]` + 1` references with the same
+//! compare-and-swap, and its next `LEASE` hits on that entry hand them out
+//! from the session's own memory. Such a hit scans the key's window as the
+//! table's probe does, with plain loads, and loads the table's reclaim
+//! epoch; it writes nothing shared, so hits on two threads scale. Handles
+//! released through the session go back to its lease.
+//!
+//! # Why a lease hit is sound
+//!
+//! A lease is a number of references the session holds on one incarnation
+//! (slot and generation) of an entry, taken by a successful compare-and-swap
+//! of the probe (which proved the key and AH it read, see [`super`]). While
+//! the session holds at least one of them, that incarnation cannot be
+//! evicted, destroyed or reused: its key and AH stay as they are. So when the
+//! window scan finds the key in a slot on whose current incarnation the
+//! session holds a lease with a reference left, what it read of the slot is
+//! that incarnation's, whatever the order of the loads; the lifecycle word
+//! is loaded only to check that the incarnation is still `LIVE` (a retired
+//! entry must not be found by new look-ups). Without such a lease nothing
+//! the scan read is trusted: the look-up goes to the table's probe.
+//! References are interchangeable: a handle from a session may be released
+//! to the table and the other way round.
+//!
+//! # What a session pins
+//!
+//! Leased references keep their entries referenced, so the table neither
+//! evicts nor destroys them. A session holds at most `L` leases (default
+//! 256, two per set, indexed by table slot), and gives them back:
+//!
+//! * when it is dropped or [`flush`](Session::flush)ed;
+//! * when a lease is replaced by a hotter entry (each lease has a "used"
+//!   bit, so an entry must miss twice in a row on a set of two recently used
+//!   leases to take one of them; a table of at most `L` slots never has two
+//!   entries competing for one lease);
+//! * at its next operation after the table asked for them: the table bumps a
+//!   *reclaim epoch* when it retires an entry (so that the retired entry's
+//!   last release destroys its AH) and when a claim or an eviction finds no
+//!   room; a session compares the epoch on every look-up;
+//! * in part, when releases through the session bring a lease above
+//!   `2 × LEASE` references.
+//!
+//! A session that stops making calls keeps its leases until it is dropped:
+//! drop it (or flush it) before a thread goes idle for long.
+//!
+//! # Statistics
+//!
+//! Hits served from a lease are counted in the session and published to the
+//! table's [`hits`](super::TableStats::hits) at the latest every 256 hits of
+//! a lease, when the lease is refilled or given back, and on flush, so a
+//! snapshot of the table's counters may lag by that much per lease.
+
+use super::key::{self, Key};
+use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
+use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, TableError, raw};
+use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
+use crate::gid_table::GidTable;
+use crate::hal::{AhToken, Hal};
+use crate::sync::Ordering;
+use crate::table::PreparedAttr;
+use crate::wire::Area;
+
+/// References a [`Session`] takes on an entry at once, besides the one it
+/// returns: one locked instruction on the shared table per `LEASE + 1` hits
+/// of a peer.
+pub const LEASE: u32 = 64;
+
+/// After how many lease hits a session publishes them to the table's counter.
+const PUBLISH: u32 = 256;
+
+/// An empty lease's slot (no slot index reaches it: capacities are ≤ 2²⁴).
+const NO_SLOT: u32 = u32::MAX;
+
+/// References held on one incarnation of an entry.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    /// The slot ([`NO_SLOT`]: the lease is empty).
+    slot: u32,
+    generation: u32,
+    /// References held and not handed out.
+    refs: u32,
+    /// Hits served since the last publication (< [`PUBLISH`]).
+    hits: u16,
+    /// Hit since its set last had to choose a victim.
+    used: u16,
+}
+
+impl Lease {
+    const EMPTY: Lease = Lease { slot: NO_SLOT, generation: 0, refs: 0, hits: 0, used: 0 };
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.slot == NO_SLOT
+    }
+}
+
+/// What the session's own look-up found.
+enum Local {
+    /// A handle from a lease.
+    Hit(RawHandle),
+    /// No lease hit; the key was seen in this slot (not proven: the table's
+    /// probe decides).
+    Miss(Option<usize>),
+}
+
+/// One thread's session on an [`AhTable`]: the same look-ups, but a repeated
+/// hit on a peer is served from references the session leased in bulk, with
+/// no locked instruction and no write to shared memory (see the [module
+/// documentation](self)).
+///
+/// Made by [`AhTable::session`] (256 leases) or [`Session::new`] (`L` leases,
+/// a power of two ≥ 2; 20 bytes each, kept in the session). Leases are
+/// indexed by table slot, two per set: a table of at most `L` slots never
+/// has two entries competing for one lease. A session is `Send` but not
+/// `Sync`: each thread makes its own. It borrows the table and the backend;
+/// dropping it gives its leases back.
+///
+/// ```
+/// # use udah_core::ah::{AhAttr, PortNum, Sl};
+/// # use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+/// # use udah_core::{GidTable, LinkLayer};
+/// # use udah_core::table::AhTable;
+/// # use core::sync::atomic::{AtomicU64, Ordering};
+/// # #[derive(Default)] struct Null(AtomicU64);
+/// # impl ErrorType for Null { type Error = ErrorKind; }
+/// # impl Hal for Null {
+/// #     type Ah = u64;
+/// #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Infiniband, 1)) }
+/// #     fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
+/// #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+/// #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
+/// #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
+/// #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }
+/// # }
+/// let hal = Null::default();
+/// let table: AhTable<Null, 256> = AhTable::new();
+/// let peer = AhAttr {
+///     port: PortNum::new(1).unwrap(), dlid: 7, sl: Sl::new(0).unwrap(),
+///     src_path_bits: 0, static_rate: 0, grh: None,
+/// };
+/// let mut s = table.session(&hal);
+/// for _ in 0..1000 {
+///     let h = s.get_or_create(&peer).unwrap(); // one CAS per 65 hits
+///     // ... post the reply with h.ah() ...
+///     s.release(h).unwrap(); // back to the lease: no locked instruction
+/// }
+/// drop(s); // gives the leased references back
+/// assert_eq!(table.stats().hits + table.stats().misses, 1000);
+/// ```
+pub struct Session<'t, H: Hal, const N: usize, const L: usize = 256>
+where
+    H::Ah: AhToken,
+{
+    table: &'t AhTable<H, N>,
+    hal: &'t H,
+    /// The table's reclaim epoch when this session last gave its leases
+    /// back (or started).
+    epoch: u64,
+    leases: [Lease; L],
+}
+
+impl<H: Hal, const N: usize, const L: usize> core::fmt::Debug for Session<'_, H, N, L>
+where
+    H::Ah: AhToken,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Session")
+            .field("leases", &self.leases())
+            .field("leased_refs", &self.leased_refs())
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Hal, const N: usize> AhTable<H, N>
+where
+    H::Ah: AhToken,
+{
+    /// A [`Session`] on this table for the calling thread, with 256 leases.
+    #[inline]
+    pub fn session<'t>(&'t self, hal: &'t H) -> Session<'t, H, N> {
+        Session::new(self, hal)
+    }
+}
+
+impl<'t, H: Hal, const N: usize, const L: usize> Session<'t, H, N, L>
+where
+    H::Ah: AhToken,
+{
+    const CHECK: () = assert!(L.is_power_of_two() && L >= 2, "Session lease count must be a power of two ≥ 2");
+    /// Sets of two leases.
+    const SET_MASK: usize = L / 2 - 1;
+
+    /// A session on `table` with `L` leases, creating with `hal`.
+    pub fn new(table: &'t AhTable<H, N>, hal: &'t H) -> Self {
+        let () = Self::CHECK;
+        Session { table, hal, epoch: table.reclaim.load(Ordering::Relaxed), leases: [Lease::EMPTY; L] }
+    }
+
+    /// The table.
+    #[inline]
+    pub fn table(&self) -> &'t AhTable<H, N> {
+        self.table
+    }
+
+    /// How many entries this session holds leases on.
+    pub fn leases(&self) -> usize {
+        self.leases.iter().filter(|l| !l.is_empty()).count()
+    }
+
+    /// How many references this session holds and has not handed out.
+    pub fn leased_refs(&self) -> u64 {
+        self.leases.iter().map(|l| u64::from(l.refs)).sum()
+    }
+
+    /// Way `way` of slot `idx`'s set.
+    #[inline(always)]
+    fn way(idx: usize, way: usize) -> usize {
+        (idx & Self::SET_MASK).wrapping_mul(2).wrapping_add(way) & L.wrapping_sub(1)
+    }
+
+    /// The lease of slot `idx`, if this session holds one.
+    #[inline(always)]
+    fn lease_of(&self, idx: usize) -> Option<usize> {
+        (0..2).map(|w| Self::way(idx, w)).find(|&i| self.leases.get(i).is_some_and(|l| l.slot as usize == idx))
+    }
+
+    /// The session's own look-up of `key` (whose window starts at `home`):
+    /// the table's window scanned with plain loads, then, where the key is,
+    /// a hit from the slot's lease if the table has not asked for leases
+    /// back, the lease's incarnation is still live and it has a reference
+    /// left.
+    #[inline(always)]
+    fn lease_hit(&mut self, key: &Key, home: usize) -> Local {
+        // The home slot here, the rest of the window out of line (a key is
+        // in its home slot unless another key was there first); the scan
+        // returns a slot index, in a register, so that the handle is built
+        // in one place.
+        let idx = match self.table.slots.get(home) {
+            Some(slot) if AhTable::<H, N>::key_matches(slot, key) => home,
+            _ => match self.scan(key, home) {
+                Some(idx) => idx,
+                None => return Local::Miss(None),
+            },
+        };
+        self.hit_at(idx)
+    }
+
+    /// The slot of `key` in its window past the home slot (plain loads, not
+    /// proven).
+    #[inline(never)]
+    fn scan(&self, key: &Key, home: usize) -> Option<usize> {
+        (1..AhTable::<H, N>::WINDOW)
+            .map(|i| home.wrapping_add(i) & AhTable::<H, N>::MASK)
+            .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
+    }
+
+    /// The key was seen in slot `idx`: a hit from its lease, if this session
+    /// holds one on the slot's current incarnation with a reference left and
+    /// the table has not asked for leases back.
+    #[inline(always)]
+    fn hit_at(&mut self, idx: usize) -> Local {
+        let Some(slot) = self.table.slots.get(idx) else { return Local::Miss(None) };
+        let epoch_ok = self.table.reclaim.load(Ordering::Relaxed) == self.epoch;
+        // `Relaxed` is enough: while the lease holds a reference, its
+        // incarnation keeps its key and AH (see the module docs); the word
+        // only tells whether it is still live. Without a lease on this very
+        // incarnation nothing read here is trusted.
+        let m = slot.meta.load(Ordering::Relaxed);
+        for w in 0..2 {
+            let Some(lease) = self.leases.get_mut(Self::way(idx, w)) else { continue };
+            if lease.slot as usize != idx {
+                continue;
+            }
+            if !epoch_ok || lease.refs == 0 || m & (GEN_BITS | STATE_MASK) != live_bits(lease.generation) {
+                break;
+            }
+            lease.refs = lease.refs.wrapping_sub(1);
+            lease.hits = lease.hits.wrapping_add(1);
+            lease.used = 1;
+            if u32::from(lease.hits) >= PUBLISH {
+                slot.hits.fetch_add(u64::from(lease.hits), Ordering::Relaxed);
+                lease.hits = 0;
+            }
+            let token = slot.ah.load(Ordering::Relaxed);
+            return Local::Hit(raw(idx as u32, lease.generation, token));
+        }
+        Local::Miss(Some(idx))
+    }
+
+    /// Gives lease `i` back (publishing its hits) and empties it.
+    fn give_back(&mut self, i: usize) -> Result<(), TableError<H::Error>> {
+        let Some(lease) = self.leases.get_mut(i) else { return Ok(()) };
+        if lease.is_empty() {
+            return Ok(());
+        }
+        let l = core::mem::replace(lease, Lease::EMPTY);
+        let Some(slot) = self.table.slots.get(l.slot as usize) else { return Err(TableError::StaleHandle) };
+        if l.hits > 0 {
+            slot.hits.fetch_add(u64::from(l.hits), Ordering::Relaxed);
+        }
+        if l.refs == 0 {
+            return Ok(());
+        }
+        let m = slot.meta.load(Ordering::Relaxed);
+        self.table.release_slow(self.hal, l.slot as usize, l.generation, m, u64::from(l.refs), USED)
+    }
+
+    /// Gives every lease back (the last release of a retired entry destroys
+    /// its AH). Returns the first error, after giving back all the others: a
+    /// backend's `destroy_ah` failure (the AH is gone anyway).
+    pub fn flush(&mut self) -> Result<(), TableError<H::Error>> {
+        self.epoch = self.table.reclaim.load(Ordering::Relaxed);
+        let mut first = Ok(());
+        for i in 0..L {
+            let r = self.give_back(i);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// The lease for slot `idx` that a new lease may take: its own (drained,
+    /// or of an older incarnation), an empty way, or a way not used since its
+    /// set last chose; `None` when both ways are hot (their used bits are
+    /// then cleared: they must earn their place again).
+    fn victim(&mut self, idx: usize) -> Option<usize> {
+        if let Some(i) = self.lease_of(idx) {
+            return Some(i);
+        }
+        let (a, b) = (Self::way(idx, 0), Self::way(idx, 1));
+        let lease = |i: usize| self.leases.get(i).copied().unwrap_or(Lease::EMPTY);
+        let (la, lb) = (lease(a), lease(b));
+        if la.is_empty() || (la.used == 0 && !lb.is_empty()) {
+            return Some(a);
+        }
+        if lb.is_empty() || lb.used == 0 {
+            return Some(b);
+        }
+        for i in [a, b] {
+            if let Some(l) = self.leases.get_mut(i) {
+                l.used = 0;
+            }
+        }
+        None
+    }
+
+    /// The look-up after a lease miss: gives the leases back if the table
+    /// asked for them; then probes the table, taking `LEASE` more references
+    /// for a lease when the key was seen in a slot whose set has room, and
+    /// returns what the probe found (a hit holds one reference for the
+    /// caller either way).
+    #[inline(never)]
+    fn lease_miss(&mut self, key: &Key, home: usize, seen: Option<usize>) -> Probe {
+        if self.table.reclaim.load(Ordering::Relaxed) != self.epoch {
+            let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
+        }
+        let Some((idx, v)) = seen.and_then(|idx| Some((idx, self.victim(idx)?))) else {
+            return self.table.probe_from(key, home, 0);
+        };
+        let _ = self.give_back(v);
+        match self.table.probe_from(key, home, u64::from(LEASE)) {
+            Probe::Hit(s, g, t) if s as usize == idx => {
+                if let Some(l) = self.leases.get_mut(v) {
+                    *l = Lease { slot: s, generation: g, refs: LEASE, hits: 0, used: 1 };
+                }
+                Probe::Hit(s, g, t)
+            }
+            Probe::Hit(s, g, t) => {
+                // The key is in another slot than the one seen (a race with a
+                // writer): give the lease's references back.
+                let m = self.table.slots.get(s as usize).map_or(0, |x| x.meta.load(Ordering::Relaxed));
+                let _ = self.table.release_slow(self.hal, s as usize, g, m, u64::from(LEASE), USED);
+                Probe::Hit(s, g, t)
+            }
+            // No room for a lease's references: a plain hit.
+            Probe::Overflow => self.table.probe_from(key, home, 0),
+            p => p,
+        }
+    }
+
+    /// A look-up of `key` (window at `home`), then the table's slow path for
+    /// `attr` on a miss.
+    #[inline(always)]
+    fn lookup(
+        &mut self,
+        key: &Key,
+        home: usize,
+        attr: &AhAttr,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        // Both paths give a `RawHandle`, so that they meet in registers (see
+        // `AhTable::finish`).
+        let mut err = None;
+        let (t, sg) = match self.lease_hit(key, home) {
+            Local::Hit(r) => r,
+            Local::Miss(seen) => {
+                let r = self.lookup_miss(key, home, seen, attr, block);
+                AhTable::<H, N>::to_raw(r, &mut err)
+            }
+        };
+        AhTable::<H, N>::finish(t, sg, err)
+    }
+
+    /// A lease miss: [`lease_miss`](Self::lease_miss), then the table's slow
+    /// path; when the table is full and this session holds leases, it gives
+    /// them back and tries once more.
+    #[inline(never)]
+    fn lookup_miss(
+        &mut self,
+        key: &Key,
+        home: usize,
+        seen: Option<usize>,
+        attr: &AhAttr,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let r = match self.lease_miss(key, home, seen) {
+            Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
+            Probe::Overflow => return Err(TableError::RefcountOverflow),
+            p => self.table.lookup_slow(self.hal, attr, block, p),
+        };
+        match r {
+            Err(TableError::Full) if self.leases() > 0 => {
+                let _ = self.flush();
+                self.table.lookup(self.hal, key, attr, block)
+            }
+            r => r,
+        }
+    }
+
+    /// [`AhTable::get_or_create`] through this session.
+    #[inline(always)]
+    pub fn get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let key = Key::new(attr);
+        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, true)
+    }
+
+    /// [`AhTable::try_get_or_create`] through this session.
+    #[inline(always)]
+    pub fn try_get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let key = Key::new(attr);
+        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, false)
+    }
+
+    /// [`AhTable::get_or_create_prepared`] through this session.
+    #[inline(always)]
+    pub fn get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, true)
+    }
+
+    /// [`AhTable::try_get_or_create_prepared`] through this session.
+    #[inline(always)]
+    pub fn try_get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, false)
+    }
+
+    /// [`AhTable::resolve`] through this session: the libibverbs profile,
+    /// then the look-up.
+    #[inline(always)]
+    pub fn resolve<const M: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        self.resolve_with(gids, port, wc, area, true)
+    }
+
+    /// [`AhTable::try_resolve`] through this session.
+    #[inline(always)]
+    pub fn try_resolve<const M: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        self.resolve_with(gids, port, wc, area, false)
+    }
+
+    #[inline(always)]
+    fn resolve_with<const M: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        wc: &IbvWc,
+        area: &Area,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
+        let mut err = None;
+        let local = match Key::from_words(w) {
+            Some(key) => self.lease_hit(&key, key.home(AhTable::<H, N>::MASK)),
+            None => Local::Miss(None),
+        };
+        let (t, sg) = match local {
+            Local::Hit(r) => r,
+            Local::Miss(seen) => self.resolve_miss(&IbvAhAttr::from_words(w), seen, block, &mut err),
+        };
+        AhTable::<H, N>::finish(t, sg, err)
+    }
+
+    /// A resolve without a lease hit, the handle returned in registers and
+    /// the error in `err`.
+    #[inline(never)]
+    fn resolve_miss(
+        &mut self,
+        c: &IbvAhAttr,
+        seen: Option<usize>,
+        block: bool,
+        err: &mut Option<ResolveError<H::Error>>,
+    ) -> RawHandle {
+        let r = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr).and_then(|attr| {
+            let key = Key::new(&attr);
+            self.lookup_miss(&key, key.home(AhTable::<H, N>::MASK), seen, &attr, block).map_err(ResolveError::Table)
+        });
+        AhTable::<H, N>::to_raw(r, err)
+    }
+
+    /// Gives a reference back: to its lease when this session holds one on
+    /// the handle's incarnation (no locked instruction), otherwise
+    /// [`AhTable::release`].
+    #[inline(always)]
+    pub fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
+        let idx = handle.slot as usize;
+        for w in 0..2 {
+            let i = Self::way(idx, w);
+            let Some(lease) = self.leases.get_mut(i) else { break };
+            if lease.slot == handle.slot && lease.generation == handle.generation {
+                lease.refs = lease.refs.wrapping_add(1);
+                if lease.refs > 2 * LEASE {
+                    return self.shed(i);
+                }
+                return Ok(());
+            }
+        }
+        self.table.release(self.hal, handle)
+    }
+
+    /// Lease `i` holds more than `2 × LEASE` references: gives `LEASE` back.
+    #[cold]
+    #[inline(never)]
+    fn shed(&mut self, i: usize) -> Result<(), TableError<H::Error>> {
+        let Some(lease) = self.leases.get_mut(i) else { return Ok(()) };
+        let Some(slot) = self.table.slots.get(lease.slot as usize) else { return Err(TableError::StaleHandle) };
+        lease.refs = lease.refs.wrapping_sub(LEASE);
+        let (idx, generation) = (lease.slot as usize, lease.generation);
+        let m = slot.meta.load(Ordering::Relaxed);
+        self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED)
+    }
+}
+
+impl<H: Hal, const N: usize, const L: usize> Drop for Session<'_, H, N, L>
+where
+    H::Ah: AhToken,
+{
+    fn drop(&mut self) {
+        let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
+    }
+}
