@@ -95,6 +95,8 @@ impl Hal for BenchHal {
 }
 
 type Table = AhTable<BenchHal, 256>;
+/// A session on [`Table`].
+type Sess<'t> = udah_core::table::Session<'t, BenchHal, 256>;
 
 /// The UCX-style baseline: one mutex around a hash map; creates under it.
 #[derive(Default)]
@@ -192,16 +194,28 @@ fn unique_attr(i: u64) -> AhAttr {
 /// Runs `op(thread, i)` `iters` times on each of `threads` threads at once;
 /// returns the wall time (so criterion reports time per op per thread).
 fn parallel(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> Duration {
+    parallel_in(threads, iters, &|| (), &|_, t, i| op(t, i))
+}
+
+/// [`parallel`] with per-thread state made by `make` on each thread (a
+/// table `Session`), outside the clock.
+fn parallel_in<S>(
+    threads: usize,
+    iters: u64,
+    make: &(impl Fn() -> S + Sync),
+    op: &(impl Fn(&mut S, usize, u64) + Sync),
+) -> Duration {
     let barrier = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let barrier = &barrier;
                 s.spawn(move || {
+                    let mut st = make();
                     barrier.wait();
                     let start = Instant::now();
                     for i in 0..iters {
-                        op(t, i);
+                        op(&mut st, t, i);
                     }
                     start.elapsed()
                 })
@@ -223,12 +237,13 @@ const CHUNK: u64 = 256;
 /// inlined into the timed loop, and the key order is computed before, so that
 /// the loop has no division in it.
 #[inline(always)]
-fn chunked<X>(
+fn chunked<S, X>(
     iters: u64,
     order: &[usize; CHUNK as usize],
     held: &mut Vec<X>,
-    acquire: &(impl Fn(usize) -> X + Sync),
-    release: &(impl Fn(X) + Sync),
+    st: &mut S,
+    acquire: &(impl Fn(&mut S, usize) -> X + Sync),
+    release: &(impl Fn(&mut S, X) + Sync),
 ) -> Duration {
     let mut total = Duration::ZERO;
     let mut left = iters;
@@ -236,11 +251,11 @@ fn chunked<X>(
         let len = left.min(CHUNK) as usize;
         let start = Instant::now();
         for &k in &order[..len] {
-            held.push(acquire(k));
+            held.push(acquire(st, k));
         }
         total += start.elapsed();
         for x in held.drain(..) {
-            release(x);
+            release(st, x);
         }
         left -= len as u64;
     }
@@ -258,9 +273,23 @@ fn parallel_only<X: Send>(
     acquire: &(impl Fn(usize) -> X + Sync),
     release: &(impl Fn(X) + Sync),
 ) -> Duration {
+    parallel_only_in(threads, iters, key, &|| (), &|_, k| acquire(k), &|_, x| release(x))
+}
+
+/// [`parallel_only`] with per-thread state made by `make` on each thread (a
+/// table `Session`), outside the clock.
+fn parallel_only_in<S, X: Send>(
+    threads: usize,
+    iters: u64,
+    key: &(impl Fn(usize, u64) -> usize + Sync),
+    make: &(impl Fn() -> S + Sync),
+    acquire: &(impl Fn(&mut S, usize) -> X + Sync),
+    release: &(impl Fn(&mut S, X) + Sync),
+) -> Duration {
     let order = |t: usize| -> [usize; CHUNK as usize] { core::array::from_fn(|p| key(t, p as u64)) };
     if threads == 1 {
-        return chunked(iters, &order(0), &mut Vec::with_capacity(CHUNK as usize), acquire, release);
+        let mut st = make();
+        return chunked(iters, &order(0), &mut Vec::with_capacity(CHUNK as usize), &mut st, acquire, release);
     }
     let barrier = Barrier::new(threads + 1);
     std::thread::scope(|s| {
@@ -269,8 +298,9 @@ fn parallel_only<X: Send>(
                 let (barrier, order) = (&barrier, order(t));
                 s.spawn(move || {
                     let mut held = Vec::with_capacity(CHUNK as usize);
+                    let mut st = make();
                     barrier.wait();
-                    chunked(iters, &order, &mut held, acquire, release)
+                    chunked(iters, &order, &mut held, &mut st, acquire, release)
                 })
             })
             .collect();
@@ -322,6 +352,18 @@ fn bench_hit(c: &mut Criterion, inp: &Inputs) {
             table.release(&hal, h).unwrap();
         })
     });
+    let mut sess = table.session(&hal);
+    g.bench_function("table_session", |b| {
+        // Through a `Session`: lease hits, releases back to the lease.
+        b.iter(|| {
+            let a = &inp.attrs[i % n];
+            i = i.wrapping_add(1);
+            let h = sess.get_or_create(black_box(a)).unwrap();
+            black_box(h.ah());
+            sess.release(h).unwrap();
+        })
+    });
+    drop(sess);
     g.bench_function("table_get_only", |b| {
         // `get` + `release`: the look-up that never creates.
         b.iter(|| {
@@ -360,6 +402,16 @@ fn bench_hit(c: &mut Criterion, inp: &Inputs) {
                     let h = table.get_or_create(&hal, black_box(a)).unwrap();
                     black_box(h.ah());
                     table.release(&hal, h).unwrap();
+                })
+            })
+        });
+        g.bench_function(format!("table_session_{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel_in(2, iters, &|| table.session(&hal), &|s, t, i| {
+                    let a = &inp.attrs[pick(n, shared, t, i)];
+                    let h = s.get_or_create(black_box(a)).unwrap();
+                    black_box(h.ah());
+                    s.release(h).unwrap();
                 })
             })
         });
@@ -432,6 +484,38 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                     )
                 })
             });
+            g.bench_function(format!("table_session{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only_in(
+                        threads,
+                        iters,
+                        &|t, i| pick(n, shared, t, i),
+                        &|| table.session(&hal),
+                        &|s, k| {
+                            let h = s.get_or_create(black_box(&inp.attrs[k])).unwrap();
+                            black_box(h.ah());
+                            h
+                        },
+                        &|s, h| s.release(h).unwrap(),
+                    )
+                })
+            });
+            g.bench_function(format!("table_session_prepared{sfx}"), |b| {
+                b.iter_custom(|iters| {
+                    parallel_only_in(
+                        threads,
+                        iters,
+                        &|t, i| pick(n, shared, t, i),
+                        &|| table.session(&hal),
+                        &|s, k| {
+                            let h = s.get_or_create_prepared(black_box(&prepared[k])).unwrap();
+                            black_box(h.ah());
+                            h
+                        },
+                        &|s, h| s.release(h).unwrap(),
+                    )
+                })
+            });
             g.bench_function(format!("mutex_hashmap{sfx}"), |b| {
                 b.iter_custom(|iters| {
                     parallel_only(
@@ -491,6 +575,17 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
             table.release(&hal, h).unwrap();
         })
     });
+    let mut sess = table.session(&hal);
+    g.bench_function("table_session", |b| {
+        b.iter(|| {
+            let (wc, area) = &inp.cases[i % n];
+            i = i.wrapping_add(1);
+            let h = sess.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+            black_box(h.ah());
+            sess.release(h).unwrap();
+        })
+    });
+    drop(sess);
     g.bench_function("mutex_hashmap", |b| {
         b.iter(|| {
             let (wc, area) = &inp.cases[i % n];
@@ -519,6 +614,16 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                 let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
                 black_box(h.ah());
                 table.release(&hal, h).unwrap();
+            })
+        })
+    });
+    g.bench_function("table_session_disjoint", |b| {
+        b.iter_custom(|iters| {
+            parallel_in(2, iters, &|| table.session(&hal), &|s, t, i| {
+                let (wc, area) = &inp.cases[pick(n, false, t, i)];
+                let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                black_box(h.ah());
+                s.release(h).unwrap();
             })
         })
     });
@@ -552,6 +657,23 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                         h
                     },
                     &|h| table.release(&hal, h).unwrap(),
+                )
+            })
+        });
+        g.bench_function(format!("table_session{sfx}"), |b| {
+            b.iter_custom(|iters| {
+                parallel_only_in(
+                    threads,
+                    iters,
+                    &|t, i| pick(n, shared, t, i),
+                    &|| table.session(&hal),
+                    &|s, k| {
+                        let (wc, area) = &inp.cases[k];
+                        let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                        black_box(h.ah());
+                        h
+                    },
+                    &|s, h| s.release(h).unwrap(),
                 )
             })
         });
@@ -680,6 +802,48 @@ fn summary(dir: &std::path::Path, since: SystemTime) {
             "ah_table_hit_only_2t/rwlock_hashmap_shared",
         ),
         (
+            "hit only, session, 1 thread",
+            1,
+            "ah_table_hit_only_1t/table_session",
+            "ah_table_hit_only_1t/mutex_hashmap",
+            "ah_table_hit_only_1t/rwlock_hashmap",
+        ),
+        (
+            "hit only, session, 2 threads, disjoint",
+            2,
+            "ah_table_hit_only_2t/table_session_disjoint",
+            "ah_table_hit_only_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit only, session, 2 threads, shared",
+            2,
+            "ah_table_hit_only_2t/table_session_shared",
+            "ah_table_hit_only_2t/mutex_hashmap_shared",
+            "ah_table_hit_only_2t/rwlock_hashmap_shared",
+        ),
+        (
+            "hit only, session + prepared key, 1 thread",
+            1,
+            "ah_table_hit_only_1t/table_session_prepared",
+            "ah_table_hit_only_1t/mutex_hashmap",
+            "ah_table_hit_only_1t/rwlock_hashmap",
+        ),
+        (
+            "hit only, session + prepared key, 2 threads, disjoint",
+            2,
+            "ah_table_hit_only_2t/table_session_prepared_disjoint",
+            "ah_table_hit_only_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit only, session + prepared key, 2 threads, shared",
+            2,
+            "ah_table_hit_only_2t/table_session_prepared_shared",
+            "ah_table_hit_only_2t/mutex_hashmap_shared",
+            "ah_table_hit_only_2t/rwlock_hashmap_shared",
+        ),
+        (
             "hit + release, 1 thread",
             1,
             "ah_table_hit_1t/table",
@@ -697,6 +861,27 @@ fn summary(dir: &std::path::Path, since: SystemTime) {
             "hit + release, 2 threads, shared",
             2,
             "ah_table_hit_2t/table_shared",
+            "ah_table_hit_2t/mutex_hashmap_shared",
+            "ah_table_hit_2t/rwlock_hashmap_shared",
+        ),
+        (
+            "hit + release, session, 1 thread",
+            1,
+            "ah_table_hit_1t/table_session",
+            "ah_table_hit_1t/mutex_hashmap",
+            "ah_table_hit_1t/rwlock_hashmap",
+        ),
+        (
+            "hit + release, session, 2 threads, disjoint",
+            2,
+            "ah_table_hit_2t/table_session_disjoint",
+            "ah_table_hit_2t/mutex_hashmap_disjoint",
+            "ah_table_hit_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "hit + release, session, 2 threads, shared",
+            2,
+            "ah_table_hit_2t/table_session_shared",
             "ah_table_hit_2t/mutex_hashmap_shared",
             "ah_table_hit_2t/rwlock_hashmap_shared",
         ),
@@ -725,6 +910,34 @@ fn summary(dir: &std::path::Path, since: SystemTime) {
             "resolve + release, 2 threads, disjoint",
             2,
             "ah_table_resolve_2t/table_disjoint",
+            "ah_table_resolve_2t/mutex_hashmap_disjoint",
+            "-",
+        ),
+        (
+            "resolve only, session, 1 thread",
+            1,
+            "ah_table_resolve_only_1t/table_session",
+            "ah_table_resolve_only_1t/mutex_hashmap",
+            "ah_table_resolve_only_1t/rwlock_hashmap",
+        ),
+        (
+            "resolve only, session, 2 threads, disjoint",
+            2,
+            "ah_table_resolve_only_2t/table_session_disjoint",
+            "ah_table_resolve_only_2t/mutex_hashmap_disjoint",
+            "ah_table_resolve_only_2t/rwlock_hashmap_disjoint",
+        ),
+        (
+            "resolve + release, session, 1 thread",
+            1,
+            "ah_table_resolve_1t/table_session",
+            "ah_table_resolve_1t/mutex_hashmap",
+            "ah_table_resolve_1t/rwlock_hashmap",
+        ),
+        (
+            "resolve + release, session, 2 threads, disjoint",
+            2,
+            "ah_table_resolve_2t/table_session_disjoint",
             "ah_table_resolve_2t/mutex_hashmap_disjoint",
             "-",
         ),
@@ -800,6 +1013,43 @@ fn icount_resolve(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
     }
 }
 
+#[inline(never)]
+fn icount_session_hit(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
+    let n = inp.attrs.len();
+    for i in 0..k {
+        let h = s.get_or_create(black_box(&inp.attrs[i as usize % n])).unwrap();
+        let _ = black_box(h);
+    }
+}
+
+#[inline(never)]
+fn icount_session_hit_prepared(s: &mut Sess<'_>, prepared: &[PreparedAttr], k: u64) {
+    let n = prepared.len();
+    for i in 0..k {
+        let h = s.get_or_create_prepared(black_box(&prepared[i as usize % n])).unwrap();
+        let _ = black_box(h);
+    }
+}
+
+#[inline(never)]
+fn icount_session_hit_release(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
+    let n = inp.attrs.len();
+    for i in 0..k {
+        let h = s.get_or_create(black_box(&inp.attrs[i as usize % n])).unwrap();
+        s.release(black_box(h)).unwrap();
+    }
+}
+
+#[inline(never)]
+fn icount_session_resolve(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
+    let n = inp.cases.len();
+    for i in 0..k {
+        let (wc, area) = &inp.cases[i as usize % n];
+        let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+        let _ = black_box(h);
+    }
+}
+
 /// `UDAH_AH_TABLE_ICOUNT=target:K`: run one target K times and exit.
 fn icount_mode(spec: &str) {
     let (target, k) = spec.split_once(':').expect("target:K");
@@ -820,6 +1070,13 @@ fn icount_mode(spec: &str) {
         }
         "hit_release" => icount_hit_release(&table, &hal, &inp, k),
         "resolve" => icount_resolve(&table, &hal, &inp, k),
+        "session_hit" => icount_session_hit(&mut table.session(&hal), &inp, k),
+        "session_hit_prepared" => {
+            let prepared: Vec<PreparedAttr> = inp.attrs.iter().map(PreparedAttr::new).collect();
+            icount_session_hit_prepared(&mut table.session(&hal), &prepared, k)
+        }
+        "session_hit_release" => icount_session_hit_release(&mut table.session(&hal), &inp, k),
+        "session_resolve" => icount_session_resolve(&mut table.session(&hal), &inp, k),
         _ => panic!("unknown target {target}"),
     }
 }
@@ -858,6 +1115,10 @@ fn icount_gate() {
         ("hit_prepared", Some(63.0), Some(100.0)),
         ("hit_release", Some(119.0), None),
         ("resolve", Some(270.0), Some(300.0)),
+        ("session_hit", None, Some(100.0)),
+        ("session_hit_prepared", None, Some(100.0)),
+        ("session_hit_release", None, None),
+        ("session_resolve", None, Some(300.0)),
     ] {
         let v = per(t) - base;
         let verdict = match gate {
