@@ -23,7 +23,7 @@ mod tests {
     use udah_core::GidTable;
     use udah_core::ah::{AhAttr, PortNum, Sl};
     use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-    use udah_core::table::{AhTable, TableError};
+    use udah_core::table::{AhTable, Session, TableError};
 
     /// Tokens are 1..=63; `live` has bit t set while AH t exists; `attrs`
     /// holds each token's DLID (8 bits per token, tokens ≤ 8).
@@ -241,6 +241,82 @@ mod tests {
             assert_eq!(s.0.stats().hits, 255 + u64::from(hit));
             assert!(!s.1.alive(t0), "retired, unreferenced AH must be gone");
             assert!(s.0.get(&attr(1)).is_none());
+            s.1.check_end(&s.0);
+        });
+    }
+
+    /// A session's two look-ups of key 1 (the first takes a lease, the
+    /// second is served from it unless the entry was retired meanwhile)
+    /// race the entry's retirement: every handle holds a live AH of key 1,
+    /// the retired AH is destroyed exactly once, when the session's last
+    /// reference goes back, and no reference is lost.
+    #[test]
+    fn session_lease_racing_retirement() {
+        loom::model(|| {
+            let s: Shared<2> = Arc::new((AhTable::new(), LoomHal::default()));
+            let h = s.0.get_or_create(&s.1, &attr(1)).unwrap();
+            let t0 = h.ah();
+            s.0.release(&s.1, h).unwrap();
+            let t1 = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let mut sess: Session<'_, LoomHal, 2, 2> = Session::new(&s.0, &s.1);
+                    let a = sess.get_or_create(&attr(1)).unwrap();
+                    let b = sess.get_or_create(&attr(1)).unwrap();
+                    for h in [&a, &b] {
+                        assert!(s.1.alive(h.ah()), "a session handle on a destroyed AH");
+                        assert_eq!(s.1.dlid_of(h.ah()), 1, "a session handle on another key's AH");
+                    }
+                    sess.release(a).unwrap();
+                    sess.release(b).unwrap();
+                })
+            };
+            let retired = s.0.retire_all(&s.1);
+            t1.join().unwrap();
+            assert!(retired <= 2);
+            assert!(!s.1.alive(t0), "retired AH still alive after every reference went back");
+            let st = s.0.stats();
+            assert_eq!(st.hits + st.misses, 3, "every look-up counted once");
+            // Whatever the session created after the retirement is cached.
+            s.0.retire_all(&s.1);
+            assert_eq!(s.1.live.load(Ordering::Acquire), 0, "a reference was lost");
+            s.1.check_end(&s.0);
+        });
+    }
+
+    /// A session holds a lease on key 1, in the only slot, while a miss on
+    /// key 2 needs that slot: the miss gets `Full` (and asks for leases back)
+    /// or evicts key 1 after the session gave its references back, never
+    /// while a session handle is out.
+    #[test]
+    fn session_lease_racing_eviction() {
+        loom::model(|| {
+            let s: Shared<1> = Arc::new((AhTable::new(), LoomHal::default()));
+            let h = s.0.get_or_create(&s.1, &attr(1)).unwrap();
+            s.0.release(&s.1, h).unwrap();
+            let t1 = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let mut sess: Session<'_, LoomHal, 1, 2> = Session::new(&s.0, &s.1);
+                    if let Ok(h) = sess.try_get_or_create(&attr(1)) {
+                        assert!(s.1.alive(h.ah()), "referenced entry destroyed");
+                        assert_eq!(s.1.dlid_of(h.ah()), 1);
+                        sess.release(h).unwrap();
+                    }
+                })
+            };
+            let r = s.0.try_get_or_create(&s.1, &attr(2));
+            t1.join().unwrap();
+            match r {
+                Ok(h2) => {
+                    assert_eq!(s.1.dlid_of(h2.ah()), 2);
+                    s.0.release(&s.1, h2).unwrap();
+                }
+                Err(TableError::Full | TableError::Pending) => {}
+                Err(e) => panic!("{e:?}"),
+            }
+            s.0.retire_all(&s.1);
+            assert_eq!(s.1.live.load(Ordering::Acquire), 0, "a reference was lost");
             s.1.check_end(&s.0);
         });
     }

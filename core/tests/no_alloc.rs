@@ -1,6 +1,6 @@
 //! The AH table's hot path allocates nothing: a counting global allocator
 //! around hits through `get`, `get_or_create`, `resolve`, `resolve_batch`
-//! and their releases. (The crate is `no_std` without `alloc`, so this holds
+//! and their releases, and a `Session` made, used and dropped. (The crate is `no_std` without `alloc`, so this holds
 //! by construction; the test keeps it honest for the backend calls too: a
 //! hit must not reach the backend.)
 
@@ -77,6 +77,16 @@ fn hits_and_resolve_allocate_nothing() {
 
     let before = ALLOCS.load(Ordering::Relaxed);
     COUNTING.with(|c| c.set(true));
+    // A session: made, used (lease hits, refills, releases to the lease and
+    // the shedding of surplus references) and dropped, all without the heap.
+    let mut s = table.session(&hal);
+    for _ in 0..10_000 {
+        let h = s.get_or_create(&a).unwrap();
+        let h2 = s.resolve(&gids, 1, &wc, &area).unwrap();
+        s.release(h).unwrap();
+        s.release(h2).unwrap();
+    }
+    drop(s);
     for _ in 0..10_000 {
         let h = table.get(&a).unwrap();
         table.release(&hal, h).unwrap();

@@ -6,7 +6,8 @@
 //! Checked on every operation: a handle's AH is alive and belongs to the
 //! handle's key. Checked at the end: no AH destroyed twice; created −
 //! destroyed = live backend AHs = the table's `live`; hits + misses = look-ups;
-//! after releasing every handle and `retire_all`, nothing is alive. No timing
+//! after releasing every handle and `retire_all`, nothing is alive. Each mix
+//! runs twice: on the table, and through one `Session` per thread. No timing
 //! assertion.
 
 mod common;
@@ -45,7 +46,7 @@ struct Mix {
     limit: usize,
 }
 
-fn run<const N: usize>(mix: &Mix, seed: u64) {
+fn run<const N: usize>(mix: &Mix, seed: u64, sessions: bool) {
     let n = ops();
     let hal = CountingHal::new(usize::try_from(2 * n + 1024).unwrap());
     hal.limit.store(mix.limit, Ordering::Relaxed);
@@ -58,6 +59,10 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
                     let mut lookups = 0u64;
                     let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                     let mut held: Vec<(AhHandle<u64>, u32)> = Vec::with_capacity(mix.hold + 1);
+                    // With `sessions`, look-ups go through this thread's
+                    // session and half the releases too (references are
+                    // interchangeable); the session is dropped at the end.
+                    let mut sess = sessions.then(|| table.session(hal));
                     for i in 0..n {
                         let r = rng.next();
                         let dice = r % 1000;
@@ -72,15 +77,19 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
                             if !held.is_empty() {
                                 let (h, k) = held.swap_remove((r >> 20) as usize % held.len());
                                 assert_eq!(hal.owner(h.ah()), Some(k), "referenced entry destroyed");
-                                table.release(hal, h).unwrap();
+                                match sess.as_mut() {
+                                    Some(s) if r & 1 == 0 => s.release(h).unwrap(),
+                                    _ => table.release(hal, h).unwrap(),
+                                }
                             }
                         } else {
                             let k = ((r >> 32) % u64::from(mix.keys)) as u32;
                             lookups += 1;
-                            let res = if dice.is_multiple_of(7) {
-                                table.try_get_or_create(hal, &attr(k))
-                            } else {
-                                table.get_or_create(hal, &attr(k))
+                            let res = match (sess.as_mut(), dice.is_multiple_of(7)) {
+                                (Some(s), true) => s.try_get_or_create(&attr(k)),
+                                (Some(s), false) => s.get_or_create(&attr(k)),
+                                (None, true) => table.try_get_or_create(hal, &attr(k)),
+                                (None, false) => table.get_or_create(hal, &attr(k)),
                             };
                             match res {
                                 Ok(h) => {
@@ -97,6 +106,7 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
                         assert_eq!(hal.owner(h.ah()), Some(k));
                         table.release(hal, h).unwrap();
                     }
+                    drop(sess);
                     lookups
                 })
             })
@@ -120,12 +130,25 @@ fn run<const N: usize>(mix: &Mix, seed: u64) {
 #[test]
 fn hit_heavy() {
     // 16 keys in 256 slots, rare retirement: almost every look-up is a hit.
-    run::<256>(&Mix { keys: 16, release: 480, retire: 1, hold: 8, limit: 0 }, 0x1234);
+    run::<256>(&Mix { keys: 16, release: 480, retire: 1, hold: 8, limit: 0 }, 0x1234, false);
+}
+
+#[test]
+fn hit_heavy_sessions() {
+    // The same through `Session`s: most hits served from leases.
+    run::<256>(&Mix { keys: 16, release: 480, retire: 1, hold: 8, limit: 0 }, 0x4321, true);
 }
 
 #[test]
 fn churn_heavy() {
     // 200 keys in 32 slots, a backend limit of 24 AHs, frequent retirement:
     // misses, evictions (window full and OutOfResources), retirements.
-    run::<32>(&Mix { keys: 200, release: 450, retire: 20, hold: 6, limit: 24 }, 0x5678);
+    run::<32>(&Mix { keys: 200, release: 450, retire: 20, hold: 6, limit: 24 }, 0x5678, false);
+}
+
+#[test]
+fn churn_heavy_sessions() {
+    // The same through `Session`s, whose leases pin entries: more `Full` and
+    // out-of-resources results, leases given back on every retirement.
+    run::<32>(&Mix { keys: 200, release: 450, retire: 20, hold: 6, limit: 24 }, 0x8765, true);
 }

@@ -994,6 +994,18 @@ where
         first: Probe,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         bump(&self.counters.misses);
+        self.lookup_slow_uncounted(hal, attr, block, first)
+    }
+
+    /// [`lookup_slow`](Self::lookup_slow) without counting the miss (a
+    /// [`Session`]'s second try of a look-up already counted).
+    fn lookup_slow_uncounted(
+        &self,
+        hal: &H,
+        attr: &AhAttr,
+        block: bool,
+        first: Probe,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         // Recomputed here so that the fast path keeps the key in registers.
         let key = &Key::new(attr);
         if let Probe::Pending(idx, m) = first {

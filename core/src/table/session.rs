@@ -430,7 +430,8 @@ where
         match r {
             Err(TableError::Full) if self.leases() > 0 => {
                 let _ = self.flush();
-                self.table.lookup(self.hal, key, attr, block)
+                // The same look-up, already counted as a miss.
+                self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss)
             }
             r => r,
         }
