@@ -48,12 +48,19 @@ fn libibverbs_profile_loses_exactly_the_vlan_replies() {
 
 #[test]
 fn two_threads_share_the_table() {
-    let v = demo(&["--threads", "2", "--mix", "rocev2-ipv4,rocev2-ipv6", "--peers", "32"]);
-    assert_eq!(n(&v, "messages"), 20000);
-    assert_eq!(n(&v, "hot_path_allocations"), 0);
-    assert_eq!(n(&v, "e2e_misdelivered"), 0);
-    // Warm table: every AH was created once, during the end-to-end phase.
-    assert!(n(&v, "creates") <= n(&v, "e2e_requests"));
+    for path in ["session", "shared"] {
+        let v = demo(&["--threads", "2", "--mix", "rocev2-ipv4,rocev2-ipv6", "--peers", "32", "--table-path", path]);
+        assert_eq!(v["table_path"], path);
+        assert_eq!(n(&v, "messages"), 20000);
+        assert_eq!(n(&v, "hot_path_allocations"), 0);
+        assert_eq!(n(&v, "e2e_misdelivered"), 0);
+        // Warm table: every AH was created once, during the end-to-end phase.
+        assert!(n(&v, "creates") <= n(&v, "e2e_requests"));
+        // Every look-up counted once, the sessions' lease hits included
+        // (they are published when the sessions end).
+        let lookups = n(&v, "messages") + 2 * n(&v, "e2e_requests");
+        assert_eq!(n(&v, "hits") + n(&v, "misses"), lookups, "{path}: {v}");
+    }
 }
 
 #[test]

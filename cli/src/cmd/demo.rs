@@ -14,9 +14,10 @@ use clap::ValueEnum;
 use serde::Serialize;
 use udah_core::ah::Profile;
 use udah_core::hal::Hal;
-use udah_core::table::AhTable;
+use udah_core::table::{AhHandle, AhTable, Session};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
+use udah_hal_mock::MockAh;
 use udah_hal_mock::responder::{EvidenceSource, ReplyError, completion_attr};
 use udah_hal_mock::scenario::{Family, Scenario};
 use udah_hal_mock::{Faults, FrontFill, MockHal, MockWc, PortId, Qpn, Quirks};
@@ -33,6 +34,23 @@ const BATCH: usize = 64;
 
 /// The demo's AH table (a `static`: the table is built for it).
 static TABLE: AhTable<MockHal, TABLE_SLOTS> = AhTable::new();
+
+/// Leases of each worker's session: 256 sets of two for the table's 4096
+/// slots, so that a few hundred peers rarely compete for a lease.
+const SESSION_LEASES: usize = 512;
+
+/// A worker's session on [`TABLE`].
+type DemoSession<'a> = Session<'a, MockHal, TABLE_SLOTS, SESSION_LEASES>;
+
+/// How hot-path workers reach the AH table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TablePathArg {
+    /// One `Session` per worker: repeated hits served from leased references.
+    Session,
+    /// The shared table's calls: one compare-and-swap per hit and per release.
+    Shared,
+}
 
 /// Profile of `udah demo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -97,6 +115,9 @@ pub(crate) struct Args {
     /// Worker threads on the hot path (sharing one AH table).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
+    /// How the workers use the AH table.
+    #[arg(long, value_enum, default_value_t = TablePathArg::Session)]
+    pub(crate) table_path: TablePathArg,
     /// Simulated AH create latency, microseconds (a RoCE create takes tens).
     #[arg(long, default_value_t = 20)]
     pub(crate) create_latency_us: u64,
@@ -130,6 +151,8 @@ pub(crate) struct Summary {
     pub(crate) families: Vec<String>,
     /// Hot-path threads.
     pub(crate) threads: usize,
+    /// How the workers used the AH table.
+    pub(crate) table_path: TablePathArg,
     /// End-to-end: requests sent.
     pub e2e_requests: usize,
     /// End-to-end: requests answered (an AH was built and a reply posted).
@@ -208,15 +231,44 @@ impl Refusal {
     }
 }
 
+/// A worker's way to the table: its own session, or the shared calls.
+enum Path<'a> {
+    Session(Box<DemoSession<'a>>),
+    Shared,
+}
+
+impl<'a> Path<'a> {
+    fn new(arg: TablePathArg, hal: &'a MockHal) -> Path<'a> {
+        match arg {
+            TablePathArg::Session => Path::Session(Box::new(Session::new(&TABLE, hal))),
+            TablePathArg::Shared => Path::Shared,
+        }
+    }
+
+    /// Gives `h` back (to the session's lease, or to the table).
+    #[inline]
+    fn release(&mut self, hal: &MockHal, h: AhHandle<MockAh>) {
+        let _ = match self {
+            Path::Session(s) => s.release(h),
+            Path::Shared => TABLE.release(hal, h),
+        };
+    }
+}
+
 impl Responder<'_> {
     /// The hot path: completion → AH handle (attribute, GID look-up, AH-table probe).
     #[inline]
-    fn resolve(&self, c: &Completion) -> Result<udah_core::table::AhHandle<udah_hal_mock::MockAh>, Refusal> {
+    fn resolve(&self, path: &mut Path<'_>, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
         let gids = if c.port.port == 1 { self.ib } else { self.roce };
         let port = c.port.port;
         let (profile, evidence) = match (self.profile, self.evidence) {
             (ProfileArg::Libibverbs, EvidenceArg::None) => {
-                return TABLE.resolve(self.hal, gids, port, &c.wc.ibv(), &c.area).map_err(Refusal::Resolve);
+                let wc = c.wc.ibv();
+                return match path {
+                    Path::Session(s) => s.resolve(gids, port, &wc, &c.area),
+                    Path::Shared => TABLE.resolve(self.hal, gids, port, &wc, &c.area),
+                }
+                .map_err(Refusal::Resolve);
             }
             (ProfileArg::Libibverbs, _) => (Profile::Libibverbs, self.evidence),
             (ProfileArg::Kernel, _) => (Profile::Kernel, self.evidence),
@@ -227,7 +279,11 @@ impl Responder<'_> {
             EvidenceArg::Mlx5 => EvidenceSource::Mlx5Sl,
         };
         let attr = completion_attr(gids, port, &c.wc, &c.area, profile, evidence).map_err(Refusal::Attr)?;
-        TABLE.get_or_create(self.hal, &attr).map_err(Refusal::Table)
+        match path {
+            Path::Session(s) => s.get_or_create(&attr),
+            Path::Shared => TABLE.get_or_create(self.hal, &attr),
+        }
+        .map_err(Refusal::Table)
     }
 }
 
@@ -315,7 +371,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
         while let Some(m) = sc.fabric.poll(qp) {
             let c = Completion { port, wc: m.wc, area: m.area };
             corpus.push(c);
-            match resp.resolve(&c) {
+            match resp.resolve(&mut Path::Shared, &c) {
                 Ok(h) => {
                     if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
                         answered += 1;
@@ -345,9 +401,10 @@ fn demo(args: &Args) -> Result<Summary, String> {
     if corpus.is_empty() {
         return Err("no completions were delivered".into());
     }
+    let mut shared = Path::Shared;
     for c in &corpus {
-        if let Ok(h) = resp.resolve(c) {
-            let _ = TABLE.release(&hal, h);
+        if let Ok(h) = resp.resolve(&mut shared, c) {
+            shared.release(&hal, h);
         }
     }
     let progress = AtomicU64::new(0);
@@ -391,16 +448,19 @@ fn demo(args: &Args) -> Result<Summary, String> {
                     let mut ns = Vec::with_capacity(batches);
                     let mut refused = 0u64;
                     let mut i = (t * corpus.len()) / args.threads;
+                    // The session is made before the allocation count starts
+                    // (it is boxed: 8 KiB of leases), and dropped after it.
+                    let mut path = Path::new(args.table_path, hal);
                     let before = thread_allocations();
                     let mut done = 0u64;
                     while done < per_thread {
                         let n = (per_thread - done).min(BATCH as u64);
                         let t0 = Instant::now();
                         for _ in 0..n {
-                            match resp.resolve(&corpus[i]) {
+                            match resp.resolve(&mut path, &corpus[i]) {
                                 Ok(h) => {
                                     core::hint::black_box(h.ah());
-                                    let _ = TABLE.release(hal, h);
+                                    path.release(hal, h);
                                 }
                                 Err(_) => refused += 1,
                             }
@@ -414,6 +474,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
                         progress.fetch_add(n, Ordering::Relaxed);
                     }
                     let allocs = thread_allocations() - before;
+                    drop(path);
                     (ns, refused, allocs)
                 })
             })
@@ -438,6 +499,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
         peers: args.peers,
         families: args.mix.iter().map(|f| f.name().to_string()).collect(),
         threads: args.threads,
+        table_path: args.table_path,
         e2e_requests: sent,
         e2e_answered: answered,
         e2e_replies: replies,
@@ -482,6 +544,7 @@ fn print_summary(s: &Summary) {
         ("hot path: distinct completions", s.corpus.to_string()),
         ("hot path: completions resolved", format!("{} ({} refused)", s.messages, s.refused)),
         ("hot path: threads", s.threads.to_string()),
+        ("hot path: AH table path", format!("{:?}", s.table_path).to_lowercase()),
         ("hot path: completions / s", format!("{:.2} M", s.completions_per_sec / 1e6)),
         ("hot path: ns / completion p50", format!("{:.1}", s.ns_p50)),
         ("hot path: ns / completion p99", format!("{:.1}", s.ns_p99)),
