@@ -21,6 +21,14 @@
 //!
 //! At the end every handle is released and `retire_all` must destroy
 //! everything: live = 0.
+//!
+//! The same sequences run again with every look-up going through a
+//! [`Session`] of two leases (so that leases are taken, drained, refilled,
+//! replaced and given back all the time), and releases alternating between
+//! the session and the table. The invariants are the same, with two
+//! readings: a session gives its leases back before it reports `Full` or
+//! out-of-resources, so 6 holds as stated; and the look-ups of 8 count the
+//! session's hits not yet published (`Session::unpublished_hits`).
 
 mod common;
 
@@ -29,7 +37,7 @@ use std::collections::{HashMap, HashSet};
 use common::{CountingHal, attr};
 use proptest::prelude::*;
 use udah_core::hal::ErrorKind;
-use udah_core::table::{AhHandle, AhTable, PreparedAttr, TableError};
+use udah_core::table::{AhHandle, AhTable, PreparedAttr, Session, TableError};
 use udah_core::{Gid, GidEntry, GidTable, GidType, LinkLayer};
 
 const KEYS: u32 = 12;
@@ -75,9 +83,13 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-struct World {
-    hal: CountingHal,
-    table: AhTable<CountingHal, 8>,
+type Table = AhTable<CountingHal, 8>;
+
+struct World<'t> {
+    hal: &'t CountingHal,
+    table: &'t Table,
+    /// Look-ups (and half the releases) through this session, if any.
+    sess: Option<Session<'t, CountingHal, 8, 2>>,
     held: Vec<(AhHandle<u64>, u32)>,
     /// Model: key → the AH its non-retired entry shares, while referenced.
     current: HashMap<u32, u64>,
@@ -86,15 +98,16 @@ struct World {
     lookups: u64,
 }
 
-impl World {
-    fn new() -> World {
+impl<'t> World<'t> {
+    fn new(hal: &'t CountingHal, table: &'t Table, session: bool) -> World<'t> {
         let mut gids = GidTable::new(1, LinkLayer::Ethernet, 4);
         for i in 0..4u8 {
             gids.set(u32::from(i), GidEntry::new(Gid::from_ipv4([192, 168, 0, i + 1]), GidType::RoceV2)).unwrap();
         }
         World {
-            hal: CountingHal::new(4096),
-            table: AhTable::new(),
+            hal,
+            table,
+            sess: session.then(|| Session::new(table, hal)),
             held: Vec::new(),
             current: HashMap::new(),
             gids,
@@ -114,10 +127,13 @@ impl World {
 
     fn get(&mut self, k: u32, how: How) -> Result<(), TestCaseError> {
         self.lookups += 1;
-        let r = match how {
-            How::Plain => self.table.get_or_create(&self.hal, &attr(k)),
-            How::Try => self.table.try_get_or_create(&self.hal, &attr(k)),
-            How::Prepared => self.table.get_or_create_prepared(&self.hal, &PreparedAttr::new(&attr(k))),
+        let r = match (&mut self.sess, how) {
+            (None, How::Plain) => self.table.get_or_create(self.hal, &attr(k)),
+            (None, How::Try) => self.table.try_get_or_create(self.hal, &attr(k)),
+            (None, How::Prepared) => self.table.get_or_create_prepared(self.hal, &PreparedAttr::new(&attr(k))),
+            (Some(s), How::Plain) => s.get_or_create(&attr(k)),
+            (Some(s), How::Try) => s.try_get_or_create(&attr(k)),
+            (Some(s), How::Prepared) => s.get_or_create_prepared(&PreparedAttr::new(&attr(k))),
         };
         match r {
             Ok(h) => {
@@ -146,7 +162,11 @@ impl World {
             Op::Release(i) => {
                 if !self.held.is_empty() {
                     let (h, _) = self.held.swap_remove(i % self.held.len());
-                    prop_assert_eq!(self.table.release(&self.hal, h), Ok(()));
+                    let r = match &mut self.sess {
+                        Some(s) if i % 2 == 0 => s.release(h),
+                        _ => self.table.release(self.hal, h),
+                    };
+                    prop_assert_eq!(r, Ok(()));
                     self.forget_unreferenced();
                 }
             }
@@ -159,7 +179,7 @@ impl World {
                 }
             }
             Op::RetireAll => {
-                self.table.retire_all(&self.hal);
+                self.table.retire_all(self.hal);
                 self.current.clear();
             }
             Op::Advance(dt) => {
@@ -169,7 +189,7 @@ impl World {
             Op::RetireOlderThan(age) => {
                 // Which entries it retires depends on creation times the model
                 // does not track: forget them all (weaker, still sound).
-                self.table.retire_older_than(&self.hal, age);
+                self.table.retire_older_than(self.hal, age);
                 self.current.clear();
             }
             Op::GidChange(i) => {
@@ -178,7 +198,7 @@ impl World {
                 self.gids.set(i, GidEntry::new(Gid::from_ipv4([172, 16, g as u8, i as u8]), GidType::RoceV2)).unwrap();
                 self.gids.set_generation(g);
                 self.hal.gid_generation.store(g, core::sync::atomic::Ordering::Release);
-                self.table.retire_gid_change(&self.hal, &old, &self.gids);
+                self.table.retire_gid_change(self.hal, &old, &self.gids);
                 // Keys with local GID index i are retired; others keep sharing
                 // only if they were built against the previous generation, which
                 // the model does not track either: forget those of index i.
@@ -200,7 +220,8 @@ impl World {
         prop_assert_eq!(self.hal.live(), self.hal.live_scan());
         let s = self.table.stats();
         prop_assert_eq!((s.creates, s.destroys, s.live), (c, d, c - d));
-        prop_assert_eq!(s.hits + s.misses, self.lookups, "every look-up is one hit or one miss");
+        let unpublished = self.sess.as_ref().map_or(0, Session::unpublished_hits);
+        prop_assert_eq!(s.hits + unpublished + s.misses, self.lookups, "every look-up is one hit or one miss");
         for (h, k) in &self.held {
             prop_assert_eq!(self.hal.owner(h.ah()), Some(*k), "referenced entry destroyed or foreign AH");
         }
@@ -208,10 +229,15 @@ impl World {
     }
 
     fn finish(mut self) -> Result<(), TestCaseError> {
-        for (h, _) in core::mem::take(&mut self.held) {
-            prop_assert_eq!(self.table.release(&self.hal, h), Ok(()));
+        if let Some(s) = &mut self.sess {
+            // Gives the leases back (and publishes the session's hits).
+            prop_assert_eq!(s.flush(), Ok(()));
+            prop_assert_eq!((s.leases(), s.unpublished_hits()), (0, 0));
         }
-        self.table.retire_all(&self.hal);
+        for (h, _) in core::mem::take(&mut self.held) {
+            prop_assert_eq!(self.table.release(self.hal, h), Ok(()));
+        }
+        self.table.retire_all(self.hal);
         self.check()?;
         prop_assert_eq!(self.hal.live(), 0);
         prop_assert_eq!(self.table.stats().entries, 0);
@@ -224,7 +250,18 @@ proptest! {
 
     #[test]
     fn table_matches_model(ops in proptest::collection::vec(op(), 1..200)) {
-        let mut w = World::new();
+        let (hal, table) = (CountingHal::new(4096), Table::new());
+        let mut w = World::new(&hal, &table, false);
+        for op in ops {
+            w.apply(op)?;
+        }
+        w.finish()?;
+    }
+
+    #[test]
+    fn session_matches_model(ops in proptest::collection::vec(op(), 1..200)) {
+        let (hal, table) = (CountingHal::new(4096), Table::new());
+        let mut w = World::new(&hal, &table, true);
         for op in ops {
             w.apply(op)?;
         }

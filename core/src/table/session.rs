@@ -62,7 +62,7 @@ use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
 use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, TableError, raw};
 use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
-use crate::hal::{AhToken, Hal};
+use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
 use crate::sync::Ordering;
 use crate::table::PreparedAttr;
 use crate::wire::Area;
@@ -218,6 +218,13 @@ where
     /// How many references this session holds and has not handed out.
     pub fn leased_refs(&self) -> u64 {
         self.leases.iter().map(|l| u64::from(l.refs)).sum()
+    }
+
+    /// Hits this session served from its leases and has not yet added to
+    /// the table's [`hits`](super::TableStats::hits) (fewer than 256 per
+    /// lease; 0 after [`flush`](Self::flush)).
+    pub fn unpublished_hits(&self) -> u64 {
+        self.leases.iter().map(|l| u64::from(l.hits)).sum()
     }
 
     /// Way `way` of slot `idx`'s set.
@@ -428,7 +435,14 @@ where
             p => self.table.lookup_slow(self.hal, attr, block, p),
         };
         match r {
+            // The table is full, or the backend out of AHs, and this
+            // session's leases may be what pins the entries eviction needs.
             Err(TableError::Full) if self.leases() > 0 => {
+                let _ = self.flush();
+                // The same look-up, already counted as a miss.
+                self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss)
+            }
+            Err(TableError::Backend(e)) if e.kind() == ErrorKind::OutOfResources && self.leases() > 0 => {
                 let _ = self.flush();
                 // The same look-up, already counted as a miss.
                 self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss)
