@@ -189,7 +189,7 @@
 //! ```
 
 mod key;
-mod session;
+pub mod session;
 mod slot;
 
 pub use self::session::{LEASE, Session};
