@@ -57,9 +57,11 @@
 //! a lease, when the lease is refilled or given back, and on flush, so a
 //! snapshot of the table's counters may lag by that much per lease.
 
+use arrayvec::ArrayVec;
+
 use super::key::{self, Key};
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
-use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, TableError, raw};
+use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, raw};
 use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
@@ -539,6 +541,53 @@ where
             self.lookup_miss(&key, key.home(AhTable::<H, N>::MASK), seen, &attr, block).map_err(ResolveError::Table)
         });
         AhTable::<H, N>::to_raw(r, err)
+    }
+
+    /// [`AhTable::resolve_batch`] through this session: one result per
+    /// completion, appended to `out` in order, until `completions` ends or
+    /// `out` is full. Returns how many completions were consumed.
+    pub fn resolve_batch<'a, const M: usize, const B: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+    ) -> usize {
+        self.batch(gids, port, completions, out, true)
+    }
+
+    /// [`resolve_batch`](Self::resolve_batch) with
+    /// [`try_resolve`](Self::try_resolve): a completion whose AH another
+    /// thread is creating gives [`TableError::Pending`] instead of waiting.
+    pub fn try_resolve_batch<'a, const M: usize, const B: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+    ) -> usize {
+        self.batch(gids, port, completions, out, false)
+    }
+
+    #[inline(always)]
+    fn batch<'a, const M: usize, const B: usize>(
+        &mut self,
+        gids: &GidTable<M>,
+        port: u8,
+        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
+        block: bool,
+    ) -> usize {
+        // Room first, as in `AhTable::batch`: an iterator passed by
+        // reference keeps what was not resolved.
+        let mut it = completions.into_iter();
+        let mut n = 0usize;
+        while !out.is_full() {
+            let Some((wc, area)) = it.next() else { break };
+            out.push(self.resolve_with(gids, port, wc, area, block));
+            n = n.wrapping_add(1);
+        }
+        n
     }
 
     /// Gives a reference back: to its lease when this session holds one on

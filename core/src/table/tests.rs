@@ -657,6 +657,22 @@ fn session_resolve_is_table_resolve() {
     }
     let bad_sl = IbvWc { sl: 16, ..wc };
     assert!(matches!(s.resolve(&gids, 1, &bad_sl, &area), Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16)))));
+    // The batch forms: one result per completion in order, no more than fit.
+    let no_gid = [0u8; 40];
+    let batch = [(&wc, &area), (&bad_sl, &area), (&wc, &no_gid), (&wc, &area)];
+    let mut it = batch.into_iter();
+    let mut out: ArrayVec<_, 3> = ArrayVec::new();
+    assert_eq!(s.resolve_batch(&gids, 1, it.by_ref(), &mut out), 3);
+    assert_eq!(it.len(), 1, "the completion that did not fit is left");
+    let mut res = out.into_iter();
+    assert_eq!(res.next().unwrap().map(|h| (h.ah(), s.release(h))), Ok((a.ah(), Ok(()))));
+    assert!(matches!(res.next(), Some(Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16))))));
+    assert!(matches!(res.next(), Some(Err(ResolveError::Attr(_)))));
+    let mut out: ArrayVec<_, 8> = ArrayVec::new();
+    assert_eq!(s.try_resolve_batch(&gids, 1, [(&wc, &area); 2], &mut out), 2);
+    for r in out {
+        s.release(r.unwrap()).unwrap();
+    }
     assert!(matches!(s.resolve(&gids, 1, &wc, &[0u8; 40]), Err(ResolveError::Attr(_))));
     let p = PreparedAttr::new(&hal.attr_of(a.ah()).unwrap());
     let h = s.get_or_create_prepared(&p).unwrap();
