@@ -2,7 +2,7 @@
 # Smoke-runs every cargo-fuzz target for a fixed short time (rustls-style CI
 # fuzz smoke). Exit status 0 when no target found anything.
 #
-#   bash fuzz/smoke.sh                 # 20 s per target (5 targets: about 2 min + build)
+#   bash fuzz/smoke.sh                 # 20 s per target (6 targets: about 2 min + build)
 #   SMOKE_SECONDS=60 bash fuzz/smoke.sh
 #
 # New inputs go to a temporary corpus; the checked-in seeds under
@@ -20,7 +20,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")"
 SECONDS_PER_TARGET="${SMOKE_SECONDS:-20}"
-TARGETS=(grh_area ah_from_wc_diff gid_table ah_table_ops capture_parse)
+TARGETS=(grh_area ah_from_wc_diff gid_table ah_table_ops ah_session_ops capture_parse)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "smoke.sh: installing cargo-fuzz" >&2

@@ -7,11 +7,11 @@
 //! faults, and checks the table after every operation against an exact model
 //! of its entries (issue #6).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
 use udah_core::hal::{Error as _, ErrorKind, Hal};
-use udah_core::table::{AhHandle, AhTable, TableError, TableStats};
+use udah_core::table::{AhHandle, AhTable, PreparedAttr, Session, TableError, TableStats};
 use udah_core::wire::Gid;
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
 
@@ -654,6 +654,13 @@ fn kind(bits: u8) -> ErrorKind {
 #[doc(hidden)]
 pub fn fuzz_ah_table_ops(data: &[u8]) {
     let mut c = Cursor { data, pos: 0 };
+    let (small, seed, ports) = header(&mut c);
+    if small { run::<8>(&mut c, seed, ports) } else { run::<16>(&mut c, seed, ports) }
+}
+
+/// The input's header: the table size (8 or 16 slots), the fabric's seed and
+/// the faults each port injects.
+fn header(c: &mut Cursor<'_>) -> (bool, u64, [PortFaults; 2]) {
     let b0 = c.u8();
     let mut faults = Faults {
         max_live_ahs: match (b0 >> 1) & 7 {
@@ -677,7 +684,7 @@ pub fn fuzz_ah_table_ops(data: &[u8]) {
         _ => [pf.clone(), pf],
     };
     let seed = u64::from(b0) | (u64::from(b1) << 8);
-    if b0 & 1 == 0 { run::<8>(&mut c, seed, ports) } else { run::<16>(&mut c, seed, ports) }
+    (b0 & 1 == 0, seed, ports)
 }
 
 fn run<const N: usize>(c: &mut Cursor<'_>, seed: u64, faults: [PortFaults; 2]) {
@@ -710,4 +717,142 @@ fn run<const N: usize>(c: &mut Cursor<'_>, seed: u64, faults: [PortFaults; 2]) {
         w.check();
     }
     w.finish();
+}
+
+/// Runs an arbitrary sequence of AH-table operations made through two
+/// [`Session`]s (two leases, and the default 256) and through the table
+/// itself, interleaved, over the faulting mock backend of
+/// [`fuzz_ah_table_ops`] (same input header). Operation bytes: look-ups of
+/// one of [`ATTRS`] attributes through the small session (plain, `try_`,
+/// prepared), the big one, or the table; releases of a held handle through
+/// either session or the table (references are interchangeable); sweeps
+/// (`retire_all`, `retire_older_than`); a session's `flush`.
+///
+/// Invariants checked after every operation: no panic; every handle's AH is
+/// alive with the attribute asked for; no double destroy; created −
+/// destroyed = live, for the table and the backend; every look-up is one hit
+/// or one miss once the sessions' unpublished hits are counted; no look-up
+/// after a `retire_all` returns an AH that existed before it (a lease must
+/// not serve a retired entry); errors are only `Full`, `Pending` and backend
+/// errors. At the end the sessions are dropped, every handle is released,
+/// and `retire_all` must leave no AH and no entry.
+#[doc(hidden)]
+pub fn fuzz_session_ops(data: &[u8]) {
+    let mut c = Cursor { data, pos: 0 };
+    let (small, seed, ports) = header(&mut c);
+    if small { session_run::<8>(&mut c, seed, ports) } else { session_run::<16>(&mut c, seed, ports) }
+}
+
+fn session_run<const N: usize>(c: &mut Cursor<'_>, seed: u64, faults: [PortFaults; 2]) {
+    let w = World::<N>::new(seed, faults);
+    let (table, hal, fabric) = (&w.table, &w.hal, &w.fabric);
+    let mut small: Session<'_, MockHal, N, 2> = Session::new(table, hal);
+    let mut big: Session<'_, MockHal, N> = table.session(hal);
+    let mut held: Vec<(AhHandle<MockAh>, u8)> = Vec::new();
+    // Every AH a look-up returned since the last `retire_all`, and every one
+    // before it (which no later look-up may return).
+    let (mut seen, mut retired) = (HashSet::new(), HashSet::new());
+    let (mut lookups, mut now, mut step) = (0u64, 0u64, 0usize);
+    let fail = |step: usize, what: &str| -> ! {
+        panic!("session_ops: step {step}: {what}\n  table: {:?}\n  fabric: {:?}", table.stats(), fabric.counters())
+    };
+    while !c.done() && step < MAX_OPS {
+        step += 1;
+        let (op, b) = (c.u8() % 12, c.u8());
+        match op {
+            0..=6 => {
+                let a = b % ATTRS;
+                let at = attr(a);
+                let prepared = PreparedAttr::new(&at);
+                lookups += 1;
+                let r = match (op, b >> 6) {
+                    (0..=2, 0) => small.try_get_or_create(&at),
+                    (0..=2, 1) => small.get_or_create_prepared(&prepared),
+                    (0..=2, _) => small.get_or_create(&at),
+                    (3..=5, 0) => big.try_get_or_create_prepared(&prepared),
+                    (3..=5, 1) => big.get_or_create_prepared(&prepared),
+                    (3..=5, _) => big.get_or_create(&at),
+                    _ => table.get_or_create(hal, &at),
+                };
+                match r {
+                    Ok(h) => {
+                        if retired.contains(&h.ah()) {
+                            fail(step, &format!("a look-up of {a} returned {h:?}, retired by an earlier retire_all"));
+                        }
+                        seen.insert(h.ah());
+                        held.push((h, a));
+                    }
+                    Err(TableError::Full | TableError::Pending | TableError::Backend(_)) => {}
+                    Err(e) => fail(step, &format!("look-up of {a}: unexpected {e:?}")),
+                }
+            }
+            7..=8 if !held.is_empty() => {
+                let (h, _) = held.swap_remove(usize::from(b) % held.len());
+                let r = match b >> 6 {
+                    0 => small.release(h),
+                    1 => big.release(h),
+                    _ => table.release(hal, h),
+                };
+                if let Err(e) = r {
+                    fail(step, &format!("release of a held handle: {e:?}"));
+                }
+            }
+            9 => {
+                table.retire_all(hal);
+                retired.extend(seen.drain());
+            }
+            10 => {
+                now = now.wrapping_add(u64::from(b));
+                table.advance_clock(now);
+                table.retire_older_than(hal, u64::from(b & 63));
+            }
+            11 => {
+                let r = if b & 1 == 0 { small.flush() } else { big.flush() };
+                if let Err(TableError::StaleHandle) = r {
+                    fail(step, "a flush found its references gone");
+                }
+            }
+            _ => {}
+        }
+        session_check(step, table, fabric, &held, lookups, small.unpublished_hits() + big.unpublished_hits());
+    }
+    drop((small, big));
+    session_check(step, table, fabric, &held, lookups, 0);
+    for (h, _) in held.drain(..) {
+        if let Err(e) = table.release(hal, h) {
+            fail(step, &format!("final release: {e:?}"));
+        }
+    }
+    table.retire_all(hal);
+    let (st, fc) = (table.stats(), fabric.counters());
+    if st.live != 0 || st.entries != 0 || fc.ah_creates != fc.ah_destroys {
+        fail(step, "AHs or entries left after the sessions, every handle and retire_all went");
+    }
+}
+
+fn session_check<const N: usize>(
+    step: usize,
+    table: &AhTable<MockHal, N>,
+    fabric: &Fabric,
+    held: &[(AhHandle<MockAh>, u8)],
+    lookups: u64,
+    unpublished: u64,
+) {
+    let (st, fc) = (table.stats(), fabric.counters());
+    let fail = |what: String| -> ! { panic!("session_ops: step {step}: {what}\n  table: {st:?}\n  fabric: {fc:?}") };
+    if fc.ah_bad_destroys != 0 {
+        fail("an AH was destroyed twice".into());
+    }
+    if (st.creates, st.destroys, st.live) != (fc.ah_creates, fc.ah_destroys, fc.ah_creates.wrapping_sub(fc.ah_destroys))
+    {
+        fail("the table's creates / destroys / live disagree with the backend's".into());
+    }
+    if st.hits + unpublished + st.misses != lookups {
+        fail(format!("{} hits ({unpublished} unpublished) + {} misses for {lookups} look-ups", st.hits, st.misses));
+    }
+    for (h, a) in held {
+        if fabric.ah_attr(h.ah()) != Some(attr(*a)) {
+            fail(format!("handle {h:?} for attribute {a} does not hold its AH"));
+        }
+    }
 }

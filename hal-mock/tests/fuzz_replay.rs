@@ -1,17 +1,24 @@
-//! Replays the `ah_table_ops` fuzz seeds (`fuzz/corpus/ah_table_ops/`), its
-//! regression inputs (`fuzz/regressions/ah_table_ops/`) and 2,000 inputs
-//! from a seeded xorshift through the entry point the cargo-fuzz target
-//! calls, on stable, without libFuzzer.
+//! Replays the `ah_table_ops` and `ah_session_ops` fuzz seeds
+//! (`fuzz/corpus/<target>/`), their regression inputs
+//! (`fuzz/regressions/<target>/`) and 2,000 inputs each from a seeded
+//! xorshift through the entry points the cargo-fuzz targets call, on stable,
+//! without libFuzzer.
 
 #![allow(clippy::std_instead_of_core)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use udah_hal_mock::fuzzing::fuzz_ah_table_ops;
+use udah_hal_mock::fuzzing::{fuzz_ah_table_ops, fuzz_session_ops};
 
-fn files_in(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(kind).join("ah_table_ops");
+/// A fuzz entry point.
+type Target = fn(&[u8]);
+
+/// The targets: name and entry point.
+const TARGETS: [(&str, Target); 2] = [("ah_table_ops", fuzz_ah_table_ops), ("ah_session_ops", fuzz_session_ops)];
+
+fn files_in(kind: &str, target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(kind).join(target);
     let Ok(rd) = fs::read_dir(&dir) else { return Vec::new() };
     let mut v: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
     v.sort();
@@ -19,12 +26,14 @@ fn files_in(kind: &str) -> Vec<PathBuf> {
 }
 
 fn replay(kind: &str, min_files: usize) {
-    let files = files_in(kind);
-    assert!(files.len() >= min_files, "{kind}/ah_table_ops: only {} files", files.len());
-    for f in files {
-        // A panic here names the file in the test output.
-        eprintln!("replaying {}", f.display());
-        fuzz_ah_table_ops(&fs::read(&f).unwrap());
+    for (target, run) in TARGETS {
+        let files = files_in(kind, target);
+        assert!(files.len() >= min_files, "{kind}/{target}: only {} files", files.len());
+        for f in files {
+            // A panic here names the file in the test output.
+            eprintln!("replaying {}", f.display());
+            run(&fs::read(&f).unwrap());
+        }
     }
 }
 
@@ -40,10 +49,12 @@ fn regressions_replay_without_findings() {
 
 #[test]
 fn tiny_and_empty_inputs() {
-    fuzz_ah_table_ops(&[]);
-    for len in 1..=64usize {
-        fuzz_ah_table_ops(&vec![0xffu8; len]);
-        fuzz_ah_table_ops(&(0..len).map(|i| i as u8).collect::<Vec<_>>());
+    for (_, run) in TARGETS {
+        run(&[]);
+        for len in 1..=64usize {
+            run(&vec![0xffu8; len]);
+            run(&(0..len).map(|i| i as u8).collect::<Vec<_>>());
+        }
     }
 }
 
@@ -62,16 +73,18 @@ impl XorShift {
 
 #[test]
 fn random_inputs() {
-    let mut rng = XorShift(0x5eed_ab1e_0000_0006);
-    for case in 0..2000 {
-        let len = (rng.next() % 300) as usize;
-        let mut data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        // Half of the cases without faults, so that creates mostly succeed.
-        if case % 2 == 0 && data.len() > 3 {
-            data[0] &= 0x01;
-            data[1] = 0;
-            data[2] = 0;
+    for (_, run) in TARGETS {
+        let mut rng = XorShift(0x5eed_ab1e_0000_0006);
+        for case in 0..2000 {
+            let len = (rng.next() % 300) as usize;
+            let mut data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            // Half of the cases without faults, so that creates mostly succeed.
+            if case % 2 == 0 && data.len() > 3 {
+                data[0] &= 0x01;
+                data[1] = 0;
+                data[2] = 0;
+            }
+            run(&data);
         }
-        fuzz_ah_table_ops(&data);
     }
 }
