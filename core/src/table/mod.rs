@@ -1409,17 +1409,29 @@ where
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
         block: bool,
     ) -> usize {
-        // Check for room before taking a completion, so that an iterator
-        // passed by reference (`iter.by_ref()`) keeps what was not resolved.
-        let mut it = completions.into_iter();
-        let mut n = 0usize;
-        while !out.is_full() {
-            let Some((wc, area)) = it.next() else { break };
-            out.push(self.resolve_with(hal, gids, port, wc, area, block));
-            n = n.wrapping_add(1);
-        }
-        n
+        fill_batch(completions, out, |wc, area| self.resolve_with(hal, gids, port, wc, area, block))
     }
+}
+
+/// Appends `resolve(wc, area)` for each completion to `out` until the
+/// completions end or `out` is full; returns how many were consumed. Room is
+/// checked before a completion is taken, so that an iterator passed by
+/// reference (`iter.by_ref()`) keeps what was not resolved. The batch forms
+/// of [`AhTable`] and [`Session`] share it.
+#[inline(always)]
+fn fill_batch<'a, X, const B: usize>(
+    completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+    out: &mut ArrayVec<X, B>,
+    mut resolve: impl FnMut(&IbvWc, &Area) -> X,
+) -> usize {
+    let mut it = completions.into_iter();
+    let mut n = 0usize;
+    while !out.is_full() {
+        let Some((wc, area)) = it.next() else { break };
+        out.push(resolve(wc, area));
+        n = n.wrapping_add(1);
+    }
+    n
 }
 
 /// Stores `FREE` (same generation, same hit field) into a `CREATING` slot's

@@ -61,7 +61,7 @@ use arrayvec::ArrayVec;
 
 use super::key::{self, Key};
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
-use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, raw};
+use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, fill_batch, raw};
 use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
@@ -578,16 +578,7 @@ where
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
         block: bool,
     ) -> usize {
-        // Room first, as in `AhTable::batch`: an iterator passed by
-        // reference keeps what was not resolved.
-        let mut it = completions.into_iter();
-        let mut n = 0usize;
-        while !out.is_full() {
-            let Some((wc, area)) = it.next() else { break };
-            out.push(self.resolve_with(gids, port, wc, area, block));
-            n = n.wrapping_add(1);
-        }
-        n
+        fill_batch(completions, out, |wc, area| self.resolve_with(gids, port, wc, area, block))
     }
 
     /// Gives a reference back: to its lease when this session holds one on
