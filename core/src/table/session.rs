@@ -436,21 +436,19 @@ where
             Probe::Overflow => return Err(TableError::RefcountOverflow),
             p => self.table.lookup_slow(self.hal, attr, block, p),
         };
-        match r {
-            // The table is full, or the backend out of AHs, and this
-            // session's leases may be what pins the entries eviction needs.
-            Err(TableError::Full) if self.leases() > 0 => {
-                let _ = self.flush();
-                // The same look-up, already counted as a miss.
-                self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss)
-            }
-            Err(TableError::Backend(e)) if e.kind() == ErrorKind::OutOfResources && self.leases() > 0 => {
-                let _ = self.flush();
-                // The same look-up, already counted as a miss.
-                self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss)
-            }
-            r => r,
+        // The table is full, or the backend out of AHs, and this session's
+        // leases may be what pins the entries eviction needs: give them back
+        // and make the same look-up again (already counted as a miss).
+        let no_room = match &r {
+            Err(TableError::Full) => true,
+            Err(TableError::Backend(e)) => e.kind() == ErrorKind::OutOfResources,
+            _ => false,
+        };
+        if no_room && self.leases() > 0 {
+            let _ = self.flush();
+            return self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss);
         }
+        r
     }
 
     /// [`AhTable::get_or_create`] through this session.
