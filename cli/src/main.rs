@@ -28,7 +28,11 @@ enum Command {
     /// Replay a capture: the AH a UD responder would build for each UD packet.
     Replay(cmd::replay::Args),
     /// List RDMA devices, ports and GID tables (ibv_devinfo -v + show_gids).
+    #[cfg(feature = "ibverbs")]
     Devices(cmd::devices::Args),
+    /// List RDMA devices (needs a udah built with `--features ibverbs`).
+    #[cfg(not(feature = "ibverbs"))]
+    Devices(cmd::Unavailable),
     /// A UD responder: every request's AH from its completion, payload echoed.
     Serve(cmd::serve::Args),
     /// The client of `udah serve`: UD requests and round-trip times.
@@ -41,7 +45,10 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        #[cfg(feature = "ibverbs")]
         Command::Devices(args) => cmd::devices::run(&args),
+        #[cfg(not(feature = "ibverbs"))]
+        Command::Devices(_) => cmd::no_verbs_backend("devices"),
         Command::Serve(args) => cmd::serve::run(&args),
         Command::Ping(args) => cmd::ping::run(&args),
     }

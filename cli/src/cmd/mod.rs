@@ -1,8 +1,45 @@
 //! One module per subcommand.
 
+use std::process::ExitCode;
+
 pub(crate) mod conform;
 pub(crate) mod demo;
+#[cfg(feature = "ibverbs")]
 pub(crate) mod devices;
+// Without the verbs backend, the parts of `serve` and `ping` only it uses
+// (the engine, the destination parser, their imports) are unused.
+#[cfg_attr(not(feature = "ibverbs"), allow(dead_code, unused_imports))]
 pub(crate) mod ping;
 pub(crate) mod replay;
+#[cfg_attr(not(feature = "ibverbs"), allow(dead_code, unused_imports))]
 pub(crate) mod serve;
+
+/// Exit code of a verbs command (`devices`, `serve/ping --hal ibverbs`) in a
+/// `udah` built without the `ibverbs` feature.
+pub(crate) const EXIT_NO_VERBS_BACKEND: u8 = 5;
+
+/// What a verbs command says in a `udah` built without the `ibverbs` feature:
+/// how to get it.
+pub(crate) const NO_VERBS_BACKEND: &str = "this udah was built without the verbs backend (real RDMA devices). \
+Rebuild it with `cargo build --release -p udah-cli --features ibverbs` \
+(or `cargo install --path cli --features ibverbs`); that build needs cmake and libclang: \
+`apt-get install cmake libclang-dev`. `--hal mock` (the default) runs on the in-process fabric without it.";
+
+/// Prints [`NO_VERBS_BACKEND`] for `what` and returns
+/// [`EXIT_NO_VERBS_BACKEND`].
+#[cfg_attr(feature = "ibverbs", allow(dead_code))]
+pub(crate) fn no_verbs_backend(what: &str) -> ExitCode {
+    eprintln!("udah {what}: {NO_VERBS_BACKEND}");
+    ExitCode::from(EXIT_NO_VERBS_BACKEND)
+}
+
+/// Arguments of a verbs command in a `udah` built without the `ibverbs`
+/// feature: anything, so that the message says how to get the backend
+/// instead of clap rejecting the flags.
+#[cfg(not(feature = "ibverbs"))]
+#[derive(Debug, clap::Args)]
+pub(crate) struct Unavailable {
+    /// Ignored: the command is not built in.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _rest: Vec<String>,
+}

@@ -13,11 +13,15 @@ use udah_core::LinkLayer;
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
 use udah_core::hal::Hal;
 use udah_core::wire::Gid;
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
+#[cfg(feature = "ibverbs")]
 use super::devices::fail;
-use super::serve::{DEFAULT_QKEY, HalKind, MockLink, VerbsPort, default_gid_index, mock_setup, parse_u32};
+use super::serve::{DEFAULT_QKEY, HalKind, MockLink, mock_setup, parse_u32};
+#[cfg(feature = "ibverbs")]
+use super::serve::{VerbsPort, default_gid_index};
 
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
@@ -72,6 +76,9 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> ExitCode {
     match args.hal {
         HalKind::Mock => ping_mock(args),
+        #[cfg(not(feature = "ibverbs"))]
+        HalKind::Ibverbs => super::no_verbs_backend("ping --hal ibverbs"),
+        #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match ping_ibverbs(args) {
             Ok(code) => code,
             Err(PingError::Verbs(e)) => fail(&e),
@@ -181,11 +188,13 @@ fn ping_mock(args: &Args) -> ExitCode {
     rtts.report(args.count, start.elapsed())
 }
 
+#[cfg(feature = "ibverbs")]
 enum PingError {
     Verbs(VerbsError),
     Usage(String),
 }
 
+#[cfg(feature = "ibverbs")]
 impl From<VerbsError> for PingError {
     fn from(e: VerbsError) -> PingError {
         PingError::Verbs(e)
@@ -210,6 +219,7 @@ fn parse_dest(s: &str) -> Result<Dest, String> {
     u16::try_from(lid).map(Dest::Lid).map_err(|_| format!("LID {lid} is above 0xffff"))
 }
 
+#[cfg(feature = "ibverbs")]
 fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
     let dest = parse_dest(args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?)
         .map_err(PingError::Usage)?;

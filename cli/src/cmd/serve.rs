@@ -20,12 +20,14 @@ use udah_core::hal::{AhToken, Hal};
 use udah_core::table::{AhHandle, AhTable};
 use udah_core::wire::{AREA_LEN, Area, Evidence, Gid, Stamp};
 use udah_core::{GidTable, GidType, LinkLayer};
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{
     GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
 };
 use udah_hal_mock::responder::{Mode, Responder};
 use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
 
+#[cfg(feature = "ibverbs")]
 use super::devices::fail;
 
 /// Which backend.
@@ -108,10 +110,13 @@ pub(crate) fn parse_u32(s: &str) -> Result<u32, String> {
 pub(crate) fn run(args: &Args) -> ExitCode {
     match args.hal {
         HalKind::Mock => serve_mock(args),
+        #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match serve_ibverbs(args) {
             Ok(code) => code,
             Err(e) => fail(&e),
         },
+        #[cfg(not(feature = "ibverbs"))]
+        HalKind::Ibverbs => super::no_verbs_backend("serve --hal ibverbs"),
     }
 }
 
@@ -382,6 +387,7 @@ where
 // ---------------------------------------------------------------------------
 // ibverbs
 
+#[cfg(feature = "ibverbs")]
 /// The GID index to use by default: the first RoCE v2 entry (IPv4-mapped
 /// first when `ipv4` says so), else the first entry.
 pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u32> {
@@ -395,6 +401,7 @@ pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u
         .map(|g| g.record.index)
 }
 
+#[cfg(feature = "ibverbs")]
 /// An open port with a UD QP at RTS, its CQs and buffers.
 pub(crate) struct VerbsPort {
     pub(crate) hal: IbverbsHal,
@@ -407,12 +414,14 @@ pub(crate) struct VerbsPort {
     pub(crate) mtu: usize,
 }
 
+#[cfg(feature = "ibverbs")]
 impl core::fmt::Debug for VerbsPort {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("VerbsPort").field("device", &self.hal.device()).field("qpn", &self.qp.qp_num()).finish()
     }
 }
 
+#[cfg(feature = "ibverbs")]
 impl VerbsPort {
     /// Opens `device`/`port` (must be active) and brings a UD QP to RTS.
     pub(crate) fn open(device: Option<&str>, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort, VerbsError> {
@@ -462,6 +471,7 @@ impl VerbsPort {
     }
 }
 
+#[cfg(feature = "ibverbs")]
 #[derive(Debug, Default)]
 struct Stats {
     received: u64,
@@ -472,6 +482,7 @@ struct Stats {
     send_errors: u64,
 }
 
+#[cfg(feature = "ibverbs")]
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let depth = args.depth.max(2);
     let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, depth)?;
@@ -592,6 +603,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+#[cfg(feature = "ibverbs")]
 fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Duration) {
     let t = engine.table().stats();
     let h = hal.stats();
