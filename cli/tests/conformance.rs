@@ -1,6 +1,7 @@
-//! Every shared vector (both profiles), the hand checks, the edge-case
-//! document (both profiles) and the capture cases must pass through the core
-//! with no mismatch.
+//! Every vector the repository holds (`vectors/`: the public libibverbs and
+//! kernel sets, the hand checks, the edge-case document under both profiles,
+//! the hand-built captures' cases) must pass through the core with no
+//! mismatch; `../shared`, when present, adds its files on top.
 
 mod common;
 
@@ -39,35 +40,43 @@ fn assert_all_pass(path: &Path, profile: Option<Profile>) -> (usize, usize) {
 
 #[test]
 fn repo_hand_check_vectors() {
-    let dir = common::workspace_root().join("vectors");
+    let dir = common::repo_vectors();
     assert_eq!(assert_all_pass(&dir.join("handcheck.jsonl"), None), (19, 0));
     assert_eq!(assert_all_pass(&dir.join("kernel-handcheck.jsonl"), None), (0, 17));
 }
 
 #[test]
-fn shared_vector_files() {
-    let Some(shared) = common::shared_or_skip("shared_vector_files") else { return };
-    let files = common::files_ending(&shared.join("vectors"), ".jsonl");
-    assert!(files.len() >= 3, "expected the libibverbs and kernel vector files in {}", shared.display());
+fn repo_public_vector_sets() {
+    let dir = common::repo_vectors();
+    // The counts are the meta files' (`*.meta.json`, written by the generators).
+    for (file, meta, want) in [
+        ("libibverbs-v44-public.jsonl", "libibverbs-v44-public.meta.json", (2000, 0)),
+        ("kernel-public.jsonl", "kernel-public.meta.json", (0, 1500)),
+    ] {
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(meta)).unwrap()).expect("meta JSON");
+        assert_eq!(m["count"].as_u64(), Some((want.0 + want.1) as u64), "{meta}");
+        assert_eq!(assert_all_pass(&dir.join(file), None), want, "{file}");
+    }
+}
+
+#[test]
+fn every_repo_vector_file_passes() {
+    // Whatever else is added under vectors/ is checked too.
+    let dir = common::repo_vectors();
+    let files = common::required_files(&dir, ".jsonl", 4);
     let (mut ibv, mut kernel) = (0, 0);
     for f in &files {
         let (i, k) = assert_all_pass(f, None);
         ibv += i;
         kernel += k;
     }
-    assert!(ibv >= 2000 && kernel >= 1500, "libibverbs {ibv}, kernel {kernel} cases");
+    assert!(ibv >= 2019 && kernel >= 1517, "libibverbs {ibv}, kernel {kernel} cases");
 }
 
 #[test]
-fn shared_oracle_hand_check() {
-    let Some(shared) = common::shared_or_skip("shared_oracle_hand_check") else { return };
-    assert_eq!(assert_all_pass(&shared.join("oracle/handcheck.jsonl"), None), (19, 0));
-}
-
-#[test]
-fn shared_edge_cases_both_profiles() {
-    let Some(shared) = common::shared_or_skip("shared_edge_cases_both_profiles") else { return };
-    let path = shared.join("spec/ah_from_wc_edge_cases.json");
+fn repo_edge_cases_both_profiles() {
+    let path = common::repo_vectors().join("ah_from_wc_edge_cases.json");
     let (ibv, kernel) = assert_all_pass(&path, None);
     assert!(ibv > 0 && kernel > 0, "libibverbs {ibv}, kernel {kernel}");
     assert_eq!(assert_all_pass(&path, Some(Profile::Libibverbs)), (ibv, 0));
@@ -75,11 +84,34 @@ fn shared_edge_cases_both_profiles() {
 }
 
 #[test]
-fn shared_capture_cases() {
-    let Some(shared) = common::shared_or_skip("shared_capture_cases") else { return };
-    let files = common::files_ending(&shared.join("data/captures"), ".cases.jsonl");
-    assert!(!files.is_empty(), "no *.cases.jsonl in {}/data/captures", shared.display());
+fn repo_capture_cases() {
+    let files = common::required_files(&common::repo_vectors().join("captures"), ".cases.jsonl", 2);
     for f in &files {
+        assert_all_pass(f, None);
+    }
+}
+
+#[test]
+fn shared_vector_files() {
+    let Some(shared) = common::shared_extra("shared_vector_files") else { return };
+    for f in &common::files_ending(&shared.join("vectors"), ".jsonl") {
+        assert_all_pass(f, None);
+    }
+    let hand = shared.join("oracle/handcheck.jsonl");
+    if hand.is_file() {
+        assert_all_pass(&hand, None);
+    }
+    let edge = shared.join("spec/ah_from_wc_edge_cases.json");
+    if edge.is_file() {
+        assert_all_pass(&edge, Some(Profile::Libibverbs));
+        assert_all_pass(&edge, Some(Profile::Kernel));
+    }
+}
+
+#[test]
+fn shared_capture_cases() {
+    let Some(shared) = common::shared_extra("shared_capture_cases") else { return };
+    for f in &common::files_ending(&shared.join("data/captures"), ".cases.jsonl") {
         assert_all_pass(f, None);
     }
 }

@@ -1,6 +1,6 @@
 //! Differential test against the real libibverbs.
 //!
-//! Builds `ibv-oracle` (`make -C <shared>/oracle OUT=<workspace>/target/oracle`;
+//! Builds `ibv-oracle` from the repository (`make -C oracle OUT=<target dir>/oracle`;
 //! it calls the real `ibv_init_ah_from_wc` of the installed libibverbs 44),
 //! generates fresh random cases in the FORMAT.md input format from a seed,
 //! pipes all of them through one oracle process and compares every field of
@@ -26,7 +26,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -656,13 +656,24 @@ impl Gen {
 // Oracle plumbing
 // ---------------------------------------------------------------------------
 
-/// Builds the oracle into `<workspace>/target/oracle`; `Err` says why not.
-fn build_oracle(shared: &Path) -> Result<PathBuf, String> {
-    let out = common::workspace_root().join("target").join("oracle");
+/// The directory for the oracle's build and the failure files:
+/// `<target dir>/oracle`.
+fn oracle_out() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { common::workspace_root().join(t) })
+        .unwrap_or_else(|| common::workspace_root().join("target"));
+    target.join("oracle")
+}
+
+/// Builds the repository's oracle (`oracle/`) into [`oracle_out`]; `Err`
+/// says why not.
+fn build_oracle() -> Result<PathBuf, String> {
+    let out = oracle_out();
     let status = Command::new("make")
         .arg("-s")
         .arg("-C")
-        .arg(shared.join("oracle"))
+        .arg(common::workspace_root().join("oracle"))
         .arg(format!("OUT={}", out.display()))
         .stdout(Stdio::null())
         .status()
@@ -675,6 +686,18 @@ fn build_oracle(shared: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(bin)
+}
+
+/// The oracle, or `None` after [`common::skip_or_fail`] (it needs C tools
+/// and libibverbs-dev, which a Rust-only machine lacks).
+fn oracle_or_skip(test: &str) -> Option<PathBuf> {
+    match build_oracle() {
+        Ok(o) => Some(o),
+        Err(why) => {
+            common::skip_or_fail(test, &why);
+            None
+        }
+    }
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -704,11 +727,7 @@ fn checksum_helpers_agree_with_the_oracle_readme() {
 
 #[test]
 fn differential_against_real_libibverbs() {
-    let Some(shared) = common::shared_or_skip("differential_against_real_libibverbs") else { return };
-    let oracle = match build_oracle(&shared) {
-        Ok(o) => o,
-        Err(why) => return common::skip_or_fail("differential_against_real_libibverbs", &why),
-    };
+    let Some(oracle) = oracle_or_skip("differential_against_real_libibverbs") else { return };
     let seed = env_u64("UDAH_DIFF_SEED").unwrap_or_else(|| {
         let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         t.as_secs() ^ u64::from(t.subsec_nanos()).rotate_left(32)
@@ -794,7 +813,7 @@ fn differential_against_real_libibverbs() {
     );
 
     if failed > 0 {
-        let path = common::workspace_root().join("target").join("oracle").join(format!("diff-failures-{seed}.jsonl"));
+        let path = oracle_out().join(format!("diff-failures-{seed}.jsonl"));
         let mut text = String::new();
         for (input, answer, _) in &failures {
             let mut v = serde_json::to_value(input).expect("serialize");
@@ -839,4 +858,65 @@ fn family_part(p: &str) -> String {
 
 fn json(c: &CaseInput) -> String {
     serde_json::to_string(c).unwrap_or_default()
+}
+
+/// Every libibverbs-profile case the repository holds (the public set, the
+/// hand checks, the edge-case document, the hand-built captures' cases) gets
+/// from the real libibverbs what the core computes for it.
+#[test]
+fn repo_vectors_match_the_real_libibverbs() {
+    let Some(oracle) = oracle_or_skip("repo_vectors_match_the_real_libibverbs") else { return };
+    let dir = common::repo_vectors();
+    let mut files = common::required_files(&dir, ".jsonl", 4);
+    files.extend(common::required_files(&dir.join("captures"), ".cases.jsonl", 2));
+    files.push(dir.join("ah_from_wc_edge_cases.json"));
+    let mut compared = 0;
+    for f in &files {
+        let cases: Vec<_> = udah_cli::vectors::load_file(f, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .filter(|lc| lc.case.profile() == Profile::Libibverbs)
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let mut input = String::new();
+        for lc in &cases {
+            input.push_str(&serde_json::to_string(&lc.case.input).expect("serialize"));
+            input.push('\n');
+        }
+        let mut child = Command::new(&oracle)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", oracle.display()));
+        let mut stdin = child.stdin.take().expect("oracle stdin");
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().expect("oracle output");
+        writer.join().expect("writer thread").expect("writing to the oracle");
+        assert!(out.status.success(), "oracle exited with {}", out.status);
+        let answers: Vec<&str> = core::str::from_utf8(&out.stdout).expect("UTF-8").lines().collect();
+        assert_eq!(answers.len(), cases.len(), "{}: oracle answers", f.display());
+        let mut problems = Vec::new();
+        for (lc, line) in cases.iter().zip(answers) {
+            let answer: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("oracle line {line:?}: {e}"));
+            let oracle_case = Case::from_parts(lc.case.input.clone(), Some(answer), Some(Profile::Libibverbs))
+                .unwrap_or_else(|e| panic!("oracle answer not understood: {e}: {line}"));
+            // The core gives the oracle's answer (under FORMAT.md's rules of
+            // comparison), as it gives the file's `expect` (tests/conformance.rs).
+            let core_vs_oracle = oracle_case.check().unwrap_or_else(|e| panic!("{}: {e}", lc.case.name()));
+            if !core_vs_oracle.is_empty() {
+                problems.push(format!("{} line {} {}: oracle {line}", f.display(), lc.line, lc.case.name()));
+            }
+            compared += 1;
+        }
+        assert!(
+            problems.is_empty(),
+            "{} cases differ from the real libibverbs:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+    assert!(compared >= 2030, "only {compared} libibverbs cases compared");
 }

@@ -231,7 +231,113 @@ fn synthesised(cap: &Capture, profile: Profile) -> replay::Replay {
 }
 
 // ---------------------------------------------------------------------------
-// The shared captures against the oracle
+// The repository's hand-built captures (`vectors/captures/`)
+// ---------------------------------------------------------------------------
+
+/// The hand-built RoCE capture: RoCE v2 over IPv4 (plain, with immediate,
+/// VLAN-tagged, to a multicast group), RoCE v2 over IPv6, RoCE v1, and an RC
+/// frame that is skipped.
+fn repo_roce_capture() -> Vec<u8> {
+    let (a, b, c) = ([192, 168, 1, 20], [192, 168, 1, 10], [192, 168, 1, 21]);
+    pcap(
+        linktype::ETHERNET,
+        &[
+            rocev2_ipv4(&[], a, b, 0x64, 0x12),
+            rocev2_ipv4(&[], c, b, 0x65, 0x13),
+            rocev2_ipv4(&[], a, b, 0x04, 0x12),
+            rocev2_ipv4(&[(0x8100, 3, 100)], a, b, 0x64, 0x12),
+            rocev2_ipv4(&[], a, [239, 1, 1, 1], 0x64, 0x12),
+            rocev2_ipv6(v6("fd00::20"), v6("fd00::10"), 0x14),
+            rocev1(&[], v6("fe80::a"), v6("fe80::b"), 0x15),
+            rocev2_ipv4(&[], a, b, 0x64, 0x12),
+        ],
+    )
+}
+
+/// The hand-built InfiniBand capture (raw IB, link type 247): without a GRH,
+/// with one, to a multicast GID, and an RC packet that is skipped.
+fn repo_ib_capture() -> Vec<u8> {
+    pcap(
+        linktype::INFINIBAND,
+        &[
+            ib(None, 18, 12, 2, 0x64, 0x20),
+            ib(Some((v6("fe80::2:18"), v6("fe80::2:12"))), 18, 12, 0, 0x65, 0x21),
+            ib(Some((v6("fe80::2:18"), v6("ff12:401b:ffff::1"))), 18, 0xc000, 0, 0x64, 0x22),
+            ib(None, 18, 12, 0, 0x04, 0x20),
+            ib(None, 19, 12, 1, 0x64, 0x23),
+        ],
+    )
+}
+
+/// The repository's captures: file name and bytes.
+fn repo_captures() -> [(&'static str, Vec<u8>); 2] {
+    [("rocev2-ud.pcap", repo_roce_capture()), ("ib-ud.pcap", repo_ib_capture())]
+}
+
+/// `vectors/captures/` holds exactly what the builders above make
+/// (`UDAH_WRITE_CAPTURES=1 cargo test -p udah-cli --test replay repo_captures`
+/// rewrites them; then regenerate the cases with `vectors/captures/make-cases.sh`).
+#[test]
+fn repo_captures_are_what_the_generator_builds() {
+    let dir = common::repo_vectors().join("captures");
+    for (name, bytes) in repo_captures() {
+        let path = dir.join(name);
+        if std::env::var_os("UDAH_WRITE_CAPTURES").is_some() {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let on_disk = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(on_disk == bytes, "{} differs from what the generator builds", path.display());
+    }
+}
+
+#[test]
+fn repo_captures_replay_to_their_oracle_cases() {
+    let dir = common::repo_vectors().join("captures");
+    let runs = [
+        ("rocev2-ud.pcap", "rocev2-ud.pcap.cases.jsonl", "zero", 7),
+        ("rocev2-ud.pcap", "rocev2-ud.pcap.v6pad.cases.jsonl", "v6pad", 7),
+        ("ib-ud.pcap", "ib-ud.pcap.cases.jsonl", "zero", 4),
+    ];
+    for (capture, cases, front, n) in runs {
+        let cases = dir.join(cases);
+        assert_eq!(lines(&cases), n, "{}", cases.display());
+        let out = udah()
+            .args(["replay", "--no-progress", "--ipv4-front", front, "--check"])
+            .arg(&cases)
+            .arg(dir.join(capture))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{capture} vs {}:\n{stdout}\n{}",
+            cases.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let want = format!("check: {n} passed, 0 failed");
+        assert!(stdout.contains(&want), "{capture}: want {want:?} in\n{stdout}");
+    }
+}
+
+#[test]
+fn repo_capture_report_names_peers_and_reasons() {
+    let dir = common::repo_vectors().join("captures");
+    let out = udah()
+        .args(["replay", "--no-progress"])
+        .arg(dir.join("rocev2-ud.pcap"))
+        .arg(dir.join("ib-ud.pcap"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("8 frames, 7 UD packets"), "{stdout}");
+    assert!(stdout.contains("5 frames, 4 UD packets"), "{stdout}");
+    assert!(stdout.contains("EINVAL: packet was sent to a multicast address"), "{stdout}");
+    assert!(stdout.contains("LID 18"), "{stdout}");
+}
+
+// ---------------------------------------------------------------------------
+// The shared captures (optional extras) against the oracle
 // ---------------------------------------------------------------------------
 
 fn udah() -> Command {
@@ -239,13 +345,9 @@ fn udah() -> Command {
 }
 
 fn captures_or_skip(test: &str) -> Option<PathBuf> {
-    let shared = common::shared_or_skip(test)?;
+    let shared = common::shared_extra(test)?;
     let dir = shared.join("data").join("captures");
-    if !dir.is_dir() {
-        common::skip_or_fail(test, &format!("{} is missing", dir.display()));
-        return None;
-    }
-    Some(dir)
+    dir.is_dir().then_some(dir)
 }
 
 fn lines(p: &Path) -> usize {
@@ -312,7 +414,7 @@ fn shared_captures_decode_like_the_cases() {
 
 #[test]
 fn emitted_cases_pass_conform_in_both_profiles() {
-    let Some(dir) = captures_or_skip("emitted_cases_pass_conform_in_both_profiles") else { return };
+    let dir = common::repo_vectors().join("captures");
     let tmp = std::env::temp_dir().join(format!("udah-replay-test-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     for profile in ["libibverbs", "kernel"] {
@@ -320,16 +422,16 @@ fn emitted_cases_pass_conform_in_both_profiles() {
         let out = udah()
             .args(["replay", "--no-progress", "--profile", profile, "--emit-cases"])
             .arg(&cases)
-            .arg(dir.join("rocev2-ipv4-ud-cm-send.pcap"))
-            .arg(dir.join("ib-erf-ud-mad-ipoib-ib2.pcap"))
+            .arg(dir.join("rocev2-ud.pcap"))
+            .arg(dir.join("ib-ud.pcap"))
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(lines(&cases), 12, "5 + 7 UD packets");
+        assert_eq!(lines(&cases), 11, "7 + 4 UD packets");
         let conform = udah().arg("conform").arg(&cases).output().unwrap();
         let stdout = String::from_utf8_lossy(&conform.stdout);
         assert!(conform.status.success(), "{profile}:\n{stdout}");
-        assert!(stdout.trim_end().ends_with("12 passed, 0 failed"), "{stdout}");
+        assert!(stdout.trim_end().ends_with("11 passed, 0 failed"), "{stdout}");
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -25,34 +25,46 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("fuzz")
 }
 
+/// The files of `dir`, sorted; a missing directory is a failure (the corpus
+/// is part of the repository).
 fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
+    let rd = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (the fuzz corpus is part of the repository)", dir.display()));
     let mut v: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
     v.sort();
     v
 }
 
-fn replay(kind: &str, min_files: usize) {
+/// Replays every file of `dir` through `run`; returns how many.
+fn replay_dir(dir: &Path, run: Target) -> usize {
+    let files = files_in(dir);
+    for f in &files {
+        let data = fs::read(f).unwrap();
+        // A panic here names the file in the test output.
+        eprintln!("replaying {}", f.display());
+        run(&data);
+    }
+    files.len()
+}
+
+/// Each target's seeds (at least `MIN_SEEDS`, never zero), then its
+/// regression inputs (a target without findings has no directory).
+#[test]
+fn corpus_and_regressions_replay_without_findings() {
+    const MIN_SEEDS: usize = 5;
+    let mut regressions = 0;
     for (target, run) in TARGETS {
-        let files = files_in(&fuzz_dir().join(kind).join(target));
-        assert!(files.len() >= min_files, "{kind}/{target}: only {} files", files.len());
-        for f in files {
-            let data = fs::read(&f).unwrap();
-            // A panic here names the file in the test output.
-            eprintln!("replaying {}", f.display());
-            run(&data);
+        let seeds = replay_dir(&fuzz_dir().join("corpus").join(target), run);
+        assert!(seeds >= MIN_SEEDS, "corpus/{target}: only {seeds} files");
+        let reg = fuzz_dir().join("regressions").join(target);
+        if reg.exists() {
+            let n = replay_dir(&reg, run);
+            assert!(n > 0, "{}: an empty regressions directory", reg.display());
+            regressions += n;
         }
     }
-}
-
-#[test]
-fn corpus_replays_without_findings() {
-    replay("corpus", 5);
-}
-
-#[test]
-fn regressions_replay_without_findings() {
-    replay("regressions", 0);
+    // fuzz/regressions/ah_from_wc_diff/ holds the findings so far.
+    assert!(regressions >= 1, "no regression input replayed");
 }
 
 #[test]

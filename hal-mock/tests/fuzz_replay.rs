@@ -17,34 +17,34 @@ type Target = fn(&[u8]);
 /// The targets: name and entry point.
 const TARGETS: [(&str, Target); 2] = [("ah_table_ops", fuzz_ah_table_ops), ("ah_session_ops", fuzz_session_ops)];
 
-fn files_in(kind: &str, target: &str) -> Vec<PathBuf> {
+/// The files of `fuzz/<kind>/<target>`, sorted; `None` when the directory
+/// does not exist.
+fn files_in(kind: &str, target: &str) -> Option<Vec<PathBuf>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz").join(kind).join(target);
-    let Ok(rd) = fs::read_dir(&dir) else { return Vec::new() };
+    let rd = fs::read_dir(&dir).ok()?;
     let mut v: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
     v.sort();
-    v
+    Some(v)
 }
 
-fn replay(kind: &str, min_files: usize) {
+/// Each target's seeds (at least 4, never zero: the corpus is part of the
+/// repository), then its regression inputs when it has a directory of them
+/// (none so far; a directory must not be empty).
+#[test]
+fn corpus_and_regressions_replay_without_findings() {
     for (target, run) in TARGETS {
-        let files = files_in(kind, target);
-        assert!(files.len() >= min_files, "{kind}/{target}: only {} files", files.len());
-        for f in files {
+        let seeds = files_in("corpus", target).unwrap_or_else(|| panic!("fuzz/corpus/{target} is missing"));
+        assert!(seeds.len() >= 4, "corpus/{target}: only {} files", seeds.len());
+        let regressions = files_in("regressions", target).unwrap_or_default();
+        if files_in("regressions", target).is_some() {
+            assert!(!regressions.is_empty(), "fuzz/regressions/{target} is empty");
+        }
+        for f in seeds.iter().chain(&regressions) {
             // A panic here names the file in the test output.
             eprintln!("replaying {}", f.display());
-            run(&fs::read(&f).unwrap());
+            run(&fs::read(f).unwrap());
         }
     }
-}
-
-#[test]
-fn corpus_replays_without_findings() {
-    replay("corpus", 4);
-}
-
-#[test]
-fn regressions_replay_without_findings() {
-    replay("regressions", 0);
 }
 
 #[test]

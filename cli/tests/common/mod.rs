@@ -1,5 +1,6 @@
-//! Helpers shared by the integration tests: where `shared/` is, and the
-//! skip-or-fail rule when it is missing.
+//! Helpers shared by the integration tests: the repository's vectors (always
+//! required), where the optional `shared/` is, and the skip-or-fail rule for
+//! a missing system prerequisite.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -43,15 +44,34 @@ pub fn shared_dir() -> Result<PathBuf, String> {
     }
 }
 
-/// The shared directory, or `None` after [`skip_or_fail`].
-pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
+/// The optional shared directory, which can only add inputs to what the
+/// repository holds: `None` (with a note) when it is absent, unless
+/// `UDAH_SHARED` names it explicitly, in which case its absence fails.
+pub fn shared_extra(test: &str) -> Option<PathBuf> {
     match shared_dir() {
         Ok(d) => Some(d),
         Err(why) => {
-            skip_or_fail(test, &why);
+            assert!(std::env::var_os("UDAH_SHARED").is_none(), "{test}: UDAH_SHARED is set but {why}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {test}: no extra inputs ({why}); the repository's own are checked by the other tests"
+            );
             None
         }
     }
+}
+
+/// `<workspace root>/vectors`: the test vectors the repository holds.
+pub fn repo_vectors() -> PathBuf {
+    workspace_root().join("vectors")
+}
+
+/// The files in `dir` ending with `suffix`, at least `min` of them (else a
+/// failure: the repository's inputs are never optional).
+pub fn required_files(dir: &Path, suffix: &str, min: usize) -> Vec<PathBuf> {
+    let v = files_ending(dir, suffix);
+    assert!(v.len() >= min, "expected at least {min} *{suffix} files in {}, found {}", dir.display(), v.len());
+    v
 }
 
 /// The files in `dir` whose names end with `suffix`, sorted.
