@@ -63,7 +63,7 @@
 //! assert_eq!((attr.grh.sgid_index, attr.grh.hop_limit, attr.is_global), (3, 64, 1));
 //! ```
 #![no_std]
-#![cfg_attr(doctest, doc = include_str!("../../README.md"))]
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
