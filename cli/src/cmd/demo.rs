@@ -70,7 +70,8 @@ pub(crate) enum EvidenceArg {
     None,
     /// Receive areas pre-stamped before posting.
     Stamp,
-    /// mlx5's packet-type bits in `wc.sl` (implies the mlx5 quirk).
+    /// mlx5's packet-type bits in `wc.sl` (adds them to the chosen
+    /// `--quirks`; not with `--quirks irdma`, whose NICs do not write them).
     Mlx5,
 }
 
@@ -94,10 +95,10 @@ pub(crate) enum QuirksArg {
 /// Arguments of `udah demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Number of peers.
+    /// Number of peers (1 to 1024).
     #[arg(long, default_value_t = 64)]
     pub(crate) peers: usize,
-    /// Completions to resolve on the measured hot path.
+    /// Completions to resolve on the measured hot path (1 to 1,000,000,000).
     #[arg(long, default_value_t = 4_000_000)]
     pub(crate) messages: u64,
     /// Fabric families, comma separated (ib, ib-grh, rocev1, rocev2-ipv4, rocev2-ipv6, rocev2-vlan).
@@ -112,17 +113,18 @@ pub(crate) struct Args {
     /// NIC quirks.
     #[arg(long, value_enum, default_value_t = QuirksArg::Realistic)]
     pub(crate) quirks: QuirksArg,
-    /// Worker threads on the hot path (sharing one AH table).
+    /// Worker threads on the hot path (sharing one AH table; 1 to 256).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// How the workers use the AH table.
     #[arg(long, value_enum, default_value_t = TablePathArg::Session)]
     pub(crate) table_path: TablePathArg,
-    /// Simulated AH create latency, microseconds (a RoCE create takes tens).
+    /// Simulated AH create latency, microseconds (a RoCE create takes tens;
+    /// at most 100,000).
     #[arg(long, default_value_t = 20)]
     pub(crate) create_latency_us: u64,
     /// Requests each peer sends in the end-to-end phase; the hot path
-    /// replays that many completions per peer too.
+    /// replays that many completions per peer too (1 to 1024).
     #[arg(long, default_value_t = 8)]
     pub(crate) rounds: usize,
     /// Seed of the fabric's random choices.
@@ -339,13 +341,61 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// The most completions `--messages` takes: the hot path keeps one timing
+/// per [`BATCH`] completions (125 MB of them at this bound, about a minute).
+pub(crate) const MAX_MESSAGES: u64 = 1_000_000_000;
+/// The most hot-path threads (each has its own session and timings).
+pub(crate) const MAX_THREADS: usize = 256;
+/// The longest simulated create, µs: every miss waits this long, and each
+/// peer misses at least once per phase.
+pub(crate) const MAX_CREATE_LATENCY_US: u64 = 100_000;
+/// The most time the creates of all peers may take together, µs.
+pub(crate) const MAX_CREATES_US: u64 = 10_000_000;
+/// The most `--rounds` (requests per peer in the end-to-end phase).
+pub(crate) const MAX_ROUNDS: usize = 1024;
+
+/// Checks the arguments up front: every bound the run relies on, and the
+/// combinations that contradict each other.
+pub(crate) fn validate(args: &Args) -> Result<(), String> {
+    let range = |name: &str, v: u64, max: u64| {
+        if v == 0 || v > max { Err(format!("--{name} {v} is outside 1..={max}")) } else { Ok(()) }
+    };
+    range("peers", args.peers as u64, (TABLE_SLOTS / 4) as u64)
+        .map_err(|e| format!("{e} (a quarter of the AH table's {TABLE_SLOTS} slots)"))?;
+    range("messages", args.messages, MAX_MESSAGES)
+        .map_err(|e| format!("{e} (the hot path keeps one timing per {BATCH} completions)"))?;
+    range("threads", args.threads as u64, MAX_THREADS as u64)?;
+    range("rounds", args.rounds as u64, MAX_ROUNDS as u64)?;
+    if args.create_latency_us > MAX_CREATE_LATENCY_US {
+        return Err(format!(
+            "--create-latency-us {} is above {MAX_CREATE_LATENCY_US} (each peer's first request waits that long)",
+            args.create_latency_us
+        ));
+    }
+    // Each peer's first request misses: the creates alone take peers × latency.
+    let creates_us = args.peers as u64 * args.create_latency_us;
+    if creates_us > MAX_CREATES_US {
+        return Err(format!(
+            "--peers {} × --create-latency-us {} is {:.1} s of AH creates, above {} s: lower one of them",
+            args.peers,
+            args.create_latency_us,
+            creates_us as f64 / 1e6,
+            MAX_CREATES_US / 1_000_000
+        ));
+    }
+    if args.mix.is_empty() {
+        return Err("--mix names no family".into());
+    }
+    if args.evidence == EvidenceArg::Mlx5 && args.quirks == QuirksArg::Irdma {
+        return Err("--evidence mlx5 reads mlx5's packet-type bits in wc.sl, which irdma NICs do not write: \
+                    use --quirks mlx5 (or realistic, zero, random, to which the bits are added)"
+            .into());
+    }
+    Ok(())
+}
+
 fn demo(args: &Args) -> Result<Summary, String> {
-    if args.peers == 0 || args.threads == 0 || args.rounds == 0 {
-        return Err("--peers, --threads and --rounds must be at least 1".into());
-    }
-    if args.peers > TABLE_SLOTS / 4 {
-        return Err(format!("--peers at most {} (AH-table capacity {TABLE_SLOTS})", TABLE_SLOTS / 4));
-    }
+    validate(args)?;
     let quirks = quirks_of(args.quirks, args.evidence);
     let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
     let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(|e| e.to_string())?;

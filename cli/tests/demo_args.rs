@@ -1,0 +1,93 @@
+//! `udah demo`'s arguments: every bound is checked up front with a clear
+//! error (exit status 2, nothing on stdout), and contradicting flags are
+//! rejected.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn demo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_udah"))
+        .arg("demo")
+        .arg("--no-progress")
+        .args(args)
+        .output()
+        .expect("run udah demo")
+}
+
+/// `args` are refused before anything runs, with a message containing `want`.
+fn refused(args: &[&str], want: &str) {
+    let t = Instant::now();
+    let o = demo(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+    // Refused up front: no fabric was built, no create waited.
+    assert!(t.elapsed() < Duration::from_secs(20), "{args:?} took {:?}", t.elapsed());
+}
+
+#[test]
+fn messages_zero_and_huge_are_refused() {
+    refused(&["--messages", "0"], "--messages 0 is outside 1..=1000000000");
+    // Was a 2 EiB allocation and an abort (rc 134).
+    refused(&["--messages", "18446744073709551615"], "--messages 18446744073709551615 is outside 1..=1000000000");
+    refused(&["--messages", "1000000001"], "outside 1..=1000000000");
+}
+
+#[test]
+fn threads_are_bounded() {
+    refused(&["--threads", "100000"], "--threads 100000 is outside 1..=256");
+    refused(&["--threads", "0"], "--threads 0 is outside 1..=256");
+}
+
+#[test]
+fn create_latency_is_bounded() {
+    refused(
+        &["--create-latency-us", "18446744073709551615"],
+        "--create-latency-us 18446744073709551615 is above 100000",
+    );
+    // 1024 peers × 100 ms of creates.
+    refused(&["--create-latency-us", "100000", "--peers", "1024"], "s of AH creates, above 10 s");
+}
+
+#[test]
+fn peers_and_rounds_are_bounded() {
+    refused(&["--peers", "0"], "--peers 0 is outside 1..=1024");
+    refused(&["--peers", "1025"], "--peers 1025 is outside 1..=1024");
+    refused(&["--rounds", "0"], "--rounds 0 is outside 1..=1024");
+    refused(&["--rounds", "5000"], "--rounds 5000 is outside 1..=1024");
+}
+
+#[test]
+fn mlx5_evidence_with_irdma_quirks_is_refused() {
+    refused(&["--evidence", "mlx5", "--quirks", "irdma"], "--evidence mlx5 reads mlx5's packet-type bits");
+}
+
+#[test]
+fn the_bounds_themselves_run() {
+    // The largest thread count and the smallest message count are accepted.
+    let o = demo(&["--threads", "256", "--messages", "1", "--json", "--create-latency-us", "0", "--peers", "8"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+    assert_eq!(v["threads"].as_u64(), Some(256), "{v}");
+    assert!(v["messages"].as_u64().is_some_and(|m| m >= 1), "{v}");
+    // mlx5 evidence adds the mlx5 bits to the default (realistic) quirks.
+    let o = demo(&["--evidence", "mlx5", "--messages", "1000", "--json", "--create-latency-us", "0"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn readme_lists_every_demo_flag() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README.md");
+    let help = Command::new(env!("CARGO_BIN_EXE_udah")).args(["demo", "--help"]).output().expect("udah demo --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2 && *w != "--help")
+        .map(|w| w.trim_end_matches(','))
+        .collect();
+    assert!(flags.len() >= 10, "{help}");
+    for f in flags {
+        assert!(readme.contains(&format!("`{f}")), "README.md's demo flag list lacks `{f}`");
+    }
+}
