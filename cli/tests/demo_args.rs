@@ -2,8 +2,9 @@
 //! error (exit status 2, nothing on stdout), and contradicting flags are
 //! rejected.
 
+use core::time::Duration;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn demo(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_udah"))
