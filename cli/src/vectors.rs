@@ -470,6 +470,16 @@ pub enum CaseError {
         /// The index.
         index: u32,
     },
+    /// The port's GID list breaks the format's rules (an index at or past
+    /// `gid_tbl_len`, an index listed twice, a table longer than the
+    /// profile allows).
+    BadPort(String),
+    /// `expect` has the other profile's shape: the case was written for
+    /// `written_for`, and was asked to run under the other one.
+    WrongFormat {
+        /// The profile whose format `expect` has.
+        written_for: Profile,
+    },
     /// The GID table refused an entry.
     Table {
         /// The index.
@@ -493,7 +503,21 @@ impl fmt::Display for CaseError {
             CaseError::OverCapacity { index } => {
                 write!(f, "GID index {index} is beyond the runner's table capacity {MAX_CAPACITY}")
             }
-            CaseError::Table { index, error } => write!(f, "GID index {index}: {error}"),
+            CaseError::BadPort(m) => write!(f, "port: {m}"),
+            CaseError::WrongFormat { written_for } => {
+                let (this, doc, other) = match written_for {
+                    Profile::Libibverbs => ("libibverbs", "FORMAT.md", "kernel"),
+                    Profile::Kernel => ("kernel", "FORMAT-kernel.md", "libibverbs"),
+                };
+                write!(
+                    f,
+                    "\"expect\" is in the {this} format ({doc}), so the case cannot run under the {other} profile \
+                     (--profile only overrides a case whose expect has that profile's format, or picks a side of \
+                     the edge-case document)"
+                )
+            }
+            // The table's error names the index itself.
+            CaseError::Table { error, .. } => write!(f, "port.gids: {error}"),
         }
     }
 }
@@ -581,18 +605,34 @@ impl Case {
             (None, None) => Profile::Libibverbs,
             (None, Some(s)) => parse_profile(s).ok_or_else(|| CaseError::UnknownProfile(s.to_owned()))?,
         };
+        check_port(&input.port, profile)?;
         let expect = expect.ok_or(CaseError::MissingExpect)?;
-        let bad = |e: serde_json::Error| CaseError::BadExpect { profile, message: e.to_string() };
+        let other = match profile {
+            Profile::Libibverbs => Profile::Kernel,
+            Profile::Kernel => Profile::Libibverbs,
+        };
+        // An `expect` that fails as this profile's but fits the other's.
+        let fits_other = |v: &Value| match other {
+            Profile::Libibverbs => serde_json::from_value::<IbvExpect>(v.clone()).is_ok(),
+            Profile::Kernel => serde_json::from_value::<KernelExpect>(v.clone()).is_ok(),
+        };
+        let bad = |e: serde_json::Error, v: &Value| {
+            if fits_other(v) {
+                CaseError::WrongFormat { written_for: other }
+            } else {
+                CaseError::BadExpect { profile, message: e.to_string() }
+            }
+        };
         let expect = match profile {
             Profile::Libibverbs => {
-                let e: IbvExpect = serde_json::from_value(expect).map_err(bad)?;
+                let e: IbvExpect = serde_json::from_value(expect.clone()).map_err(|e| bad(e, &expect))?;
                 if e.signal.is_none() && e.ah_attr.is_none() {
                     return Err(CaseError::MissingAhAttr);
                 }
                 Expect::Libibverbs(e)
             }
             Profile::Kernel => {
-                let e: KernelExpect = serde_json::from_value(expect).map_err(bad)?;
+                let e: KernelExpect = serde_json::from_value(expect.clone()).map_err(|e| bad(e, &expect))?;
                 if e.signal.is_none() && e.ah_attr.is_none() {
                     return Err(CaseError::MissingAhAttr);
                 }
@@ -925,10 +965,18 @@ impl core::error::Error for FileError {}
 /// document. `profile` overrides each case's profile (and, for the edge-case
 /// document, picks which side to take).
 pub fn load_file(path: &Path, profile: Option<Profile>) -> Result<Vec<LoadedCase>, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FileError {
-        path: path.to_owned(),
-        line: None,
-        message: e.to_string(),
+    let bytes =
+        std::fs::read(path).map_err(|e| FileError { path: path.to_owned(), line: None, message: e.to_string() })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let col = at - bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        FileError {
+            path: path.to_owned(),
+            line: Some(line),
+            message: format!("byte {col} of the line is not UTF-8: not a vector file (JSON text)"),
+        }
     })?;
     load_str(&text, profile).map_err(|e| FileError { path: path.to_owned(), line: Some(e.line), message: e.message })
 }
@@ -938,10 +986,13 @@ pub fn load_file(path: &Path, profile: Option<Profile>) -> Result<Vec<LoadedCase
 pub fn load_str(text: &str, profile: Option<Profile>) -> Result<Vec<LoadedCase>, LoadError> {
     let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty());
     let Some((first_idx, first_line)) = first else { return Ok(Vec::new()) };
+    let more_lines = text.lines().skip(first_idx + 1).any(|l| !l.trim().is_empty());
     let is_document = match serde_json::from_str::<Value>(first_line) {
         Ok(v) => v.get("cases").is_some() && v.get("port").is_none(),
-        // An object that does not end on its first line: a pretty-printed document.
-        Err(e) => e.is_eof(),
+        // An object that does not end on its first line: a pretty-printed
+        // document, unless the file has no other line (a cut-off case,
+        // reported below at its own line).
+        Err(e) => e.is_eof() && more_lines,
     };
     if is_document {
         let doc: Value = serde_json::from_str(text)
@@ -950,17 +1001,57 @@ pub fn load_str(text: &str, profile: Option<Profile>) -> Result<Vec<LoadedCase>,
             .map_err(|e| LoadError { line: first_idx + 1, message: format!("edge-case document: {e}") });
     }
     let mut out = Vec::new();
+    let mut names: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let err = |message: String| LoadError { line: i + 1, message };
-        let raw: RawCase = serde_json::from_str(line).map_err(|e| err(format!("invalid case: {e}")))?;
+        let raw: RawCase = serde_json::from_str(line).map_err(|e| {
+            if e.is_eof() {
+                err(format!("invalid case: the line ends inside the JSON object (cut off?): {e}"))
+            } else {
+                err(format!("invalid case: {e}"))
+            }
+        })?;
+        if let Some(first) = names.insert(raw.input.name.clone(), i + 1) {
+            return Err(err(format!("case name {:?} already used at line {first}", raw.input.name)));
+        }
         let case = Case::from_parts(raw.input, raw.expect, profile)
             .map_err(|e| err(format!("case {:?}: {e}", raw_name(line))))?;
         out.push(LoadedCase { line: i + 1, case });
     }
     Ok(out)
+}
+
+/// The largest `gid_tbl_len` of the libibverbs format (FORMAT.md: the
+/// kernel's `u32` table length is queried into an `int`, and the vectors keep
+/// to 0..=65536).
+pub const MAX_IBV_GID_TBL_LEN: u32 = 65_536;
+
+/// The format rules on `port` that hold for every case: each index below
+/// `gid_tbl_len` and listed once; in the libibverbs format, `gid_tbl_len`
+/// at most [`MAX_IBV_GID_TBL_LEN`].
+fn check_port(port: &PortJson, profile: Profile) -> Result<(), CaseError> {
+    if profile == Profile::Libibverbs && port.gid_tbl_len > MAX_IBV_GID_TBL_LEN {
+        return Err(CaseError::BadPort(format!(
+            "gid_tbl_len {} is above {MAX_IBV_GID_TBL_LEN} (FORMAT.md: 0..65536)",
+            port.gid_tbl_len
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for g in &port.gids {
+        if g.index >= port.gid_tbl_len {
+            return Err(CaseError::BadPort(format!(
+                "GID index {} is not below gid_tbl_len {}",
+                g.index, port.gid_tbl_len
+            )));
+        }
+        if !seen.insert(g.index) {
+            return Err(CaseError::BadPort(format!("GID index {} is listed twice", g.index)));
+        }
+    }
+    Ok(())
 }
 
 fn raw_name(line: &str) -> String {

@@ -52,6 +52,8 @@ pub enum CaptureErrorKind {
         /// The first bytes of the (decompressed) file.
         magic: [u8; 4],
     },
+    /// The file (after gzip decompression, if any) is empty.
+    Empty,
     /// The file ends inside a record.
     Truncated,
     /// The container is malformed (the `pcap-file` crate's complaint).
@@ -70,6 +72,7 @@ impl fmt::Display for CaptureError {
             CaptureErrorKind::NotACapture { magic } => {
                 write!(f, "not a pcap or pcapng file (starts with {:02x?})", magic)
             }
+            CaptureErrorKind::Empty => f.write_str("the file is empty: not a pcap or pcapng capture"),
             CaptureErrorKind::Truncated => f.write_str("capture truncated: the file ends inside a record"),
             CaptureErrorKind::Malformed(s) => write!(f, "malformed capture: {s}"),
         }
@@ -169,6 +172,9 @@ impl CaptureReader<Box<dyn Read>> {
         } else {
             (magic, n)
         };
+        if n == 0 {
+            return Err(CaptureError { frame: 0, kind: CaptureErrorKind::Empty });
+        }
         if n < 4 {
             return Err(CaptureError { frame: 0, kind: CaptureErrorKind::Truncated });
         }

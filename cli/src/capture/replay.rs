@@ -467,7 +467,13 @@ pub fn render(name: &str, cap: &Capture, r: &Replay, table_origin: &str) -> Stri
         let _ = writeln!(s, "  malformed: {} frames", cap.malformed.len());
     }
     if let Some(e) = &cap.fatal {
-        let _ = writeln!(s, "error: {name}: {e}");
+        // The reason goes to stderr once (`udah replay`); the report says
+        // where the reading stopped.
+        let _ = writeln!(
+            s,
+            "  reading stopped at {}",
+            if e.frame == 0 { "the file header".to_owned() } else { format!("frame {}", e.frame) }
+        );
     }
     s
 }

@@ -2,7 +2,9 @@
 //! through the core, prints every mismatch and ends with `N passed, M failed`.
 //!
 //! Exit status: 0 when every case passes, 1 when some case fails, 2 when an
-//! input cannot be read (then nothing is run).
+//! input cannot be read, breaks the format (a cut-off line, a case name used
+//! twice, a GID index listed twice or past `gid_tbl_len`, an `expect` of the
+//! other profile's format) or holds no case: then nothing is run.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -33,11 +35,13 @@ impl From<ProfileArg> for Profile {
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Run every case under this profile instead of the one its `profile`
-    /// field names (for the edge-case document: take only this side).
+    /// field names; each case's `expect` must have this profile's format
+    /// (FORMAT.md, FORMAT-kernel.md). For the edge-case document, which has
+    /// both: take only this side.
     #[arg(long, value_enum)]
     profile: Option<ProfileArg>,
-    /// Vector files: JSON Lines (shared/vectors/FORMAT.md, FORMAT-kernel.md)
-    /// or the edge-case document (shared/spec/ah_from_wc_edge_cases.json).
+    /// Vector files: JSON Lines (vectors/FORMAT.md, FORMAT-kernel.md) or
+    /// the edge-case document (vectors/ah_from_wc_edge_cases.json).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
@@ -48,6 +52,10 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     let mut unreadable = false;
     for path in &args.files {
         match vectors::load_file(path, profile) {
+            Ok(cases) if cases.is_empty() => {
+                eprintln!("udah conform: error: {}: no cases (an empty file passes nothing)", path.display());
+                unreadable = true;
+            }
             Ok(cases) => loaded.push((path, cases)),
             Err(e) => {
                 eprintln!("udah conform: error: {e}");

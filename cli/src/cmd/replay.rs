@@ -10,6 +10,13 @@
 //! Exit status: 0 when every capture was read to its end (AH failures are
 //! findings, not errors), 1 when a capture is malformed or truncated or a
 //! `--check` case does not match, 2 for bad arguments or unreadable files.
+//!
+//! One rule for the files: every argument is checked before any capture is
+//! read, so a missing file, a directory or an unreadable file stops the run
+//! with status 2 and no report; a file that opens but is not a capture (or
+//! is empty, or damaged) is reported in its turn, the other files are still
+//! read, and the status is 1. A damaged container's reason is printed once,
+//! on stderr. `-` reads a capture from standard input.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -56,6 +63,7 @@ pub(crate) struct Args {
     /// Capture files: pcap or pcapng, optionally gzip-compressed; link types
     /// Ethernet (802.1Q/802.1ad tags), Linux cooked capture v1/v2,
     /// InfiniBand (247) and ERF (197) carrying InfiniBand or Ethernet.
+    /// `-` is standard input (named `stdin` in the report and case names).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// The profile to run every UD packet through.
@@ -73,11 +81,11 @@ pub(crate) struct Args {
     /// repeat it: the entries get the indices 0, 1, 2 …
     #[arg(long = "gid", value_name = "GID[@TYPE][%VLAN]")]
     gid: Vec<String>,
-    /// The port number of the receiver.
+    /// The port number of the receiver (1-255: ports are numbered from 1).
     #[arg(long, default_value_t = 1)]
     port_num: u8,
     /// Link layer of the --gid table (default: ethernet unless every entry
-    /// has type ib).
+    /// has type ib). `ethernet` takes RoCE GIDs only, `infiniband` ib GIDs only.
     #[arg(long, value_enum)]
     link_layer: Option<LinkLayerArg>,
     /// What the 20 bytes in front of a RoCE v2 IPv4 header hold (the NIC
@@ -147,6 +155,9 @@ fn parse_gid_arg(s: &str) -> Result<GidEntry, String> {
 
 fn table_from_port(p: &PortJson) -> Result<TableSpec, String> {
     let port_num = u8::try_from(p.num).map_err(|_| format!("port number {} is above 255", p.num))?;
+    if port_num == 0 {
+        return Err("port number 0: ports are numbered from 1".into());
+    }
     let link_layer = match p.link_layer {
         LinkLayerJson::Infiniband => LinkLayer::Infiniband,
         LinkLayerJson::Ethernet | LinkLayerJson::Unspecified => LinkLayer::Ethernet,
@@ -333,11 +344,61 @@ fn check_packet(case: &Case, p: &UdPacket) -> Vec<String> {
     out
 }
 
+/// `-`: standard input.
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Checks that every capture argument can be read, before any is: a
+/// missing file, a directory, an unreadable file, `-` given twice.
+fn check_files(files: &[PathBuf]) -> Result<(), String> {
+    if files.iter().filter(|p| is_stdin(p)).count() > 1 {
+        return Err("`-` (standard input) is given more than once".into());
+    }
+    for path in files.iter().filter(|p| !is_stdin(p)) {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.is_dir() {
+            return Err(format!("{}: is a directory, not a capture file", path.display()));
+        }
+        File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Entries of a `--gid` table that its link layer cannot hold.
+fn check_link_layer(entries: &[GidEntry], link_layer: LinkLayer) -> Result<(), String> {
+    let misfit = entries.iter().enumerate().find(|(_, e)| match link_layer {
+        LinkLayer::Ethernet => e.gid_type == GidType::Ib,
+        _ => e.gid_type != GidType::Ib,
+    });
+    match misfit {
+        Some((i, e)) => Err(format!(
+            "--gid #{} has type {} but --link-layer is {}: an {} port holds {} GIDs only",
+            i + 1,
+            match e.gid_type {
+                GidType::Ib => "ib",
+                GidType::RoceV1 => "roce_v1",
+                GidType::RoceV2 => "roce_v2",
+            },
+            if link_layer == LinkLayer::Ethernet { "ethernet" } else { "infiniband" },
+            if link_layer == LinkLayer::Ethernet { "Ethernet" } else { "InfiniBand" },
+            if link_layer == LinkLayer::Ethernet { "RoCE (roce_v1, roce_v2)" } else { "ib" },
+        )),
+        None => Ok(()),
+    }
+}
+
 fn file_name(path: &Path) -> String {
+    if is_stdin(path) {
+        return "stdin".to_owned();
+    }
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn open_capture(path: &Path, progress: bool) -> std::io::Result<(Box<dyn std::io::Read>, Option<ProgressBar>)> {
+    if is_stdin(path) {
+        return Ok((Box::new(std::io::stdin()), None));
+    }
     let f = File::open(path)?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     if progress && len >= PROGRESS_MIN_BYTES {
@@ -365,6 +426,12 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         Ok(f) => DecodeOptions { ipv4_front: f },
         Err(e) => return usage(e),
     };
+    if args.port_num == 0 {
+        return usage("--port-num 0: ports are numbered from 1".into());
+    }
+    if let Err(e) = check_files(&args.files) {
+        return usage(e);
+    }
     let source = if let Some(path) = &args.gid_table {
         let port = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: {e}", path.display()))
@@ -385,6 +452,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             None if entries.iter().all(|e| e.gid_type == GidType::Ib) => LinkLayer::Infiniband,
             None => LinkLayer::Ethernet,
         };
+        if let Err(e) = check_link_layer(&entries, link_layer) {
+            return usage(e);
+        }
         let n = u32::try_from(entries.len()).unwrap_or(u32::MAX);
         TableSource::Given(TableSpec {
             port_num: args.port_num,
