@@ -75,7 +75,9 @@ echo "$(up)" >"$OUT/active-seconds"
 # The checks' environment (the contract in .ci/guest/README.md).
 export UDAH_BIN=$SHARE/bin UDAH_DEV=$DEV UDAH_PORT=1 UDAH_NETDEV=$NETDEV UDAH_IPV4=$IPV4 UDAH_IPV6=$IPV6 \
   UDAH_VLAN_ID=$VLAN_ID UDAH_VLAN_NETDEV=$VLAN_NETDEV UDAH_VLAN_IPV4=$VLAN_IPV4 UDAH_VLAN_IPV6=$VLAN_IPV6 \
-  UDAH_CHECK_LIB=$SHARE/guest/check-lib.sh CI="${CI:-}"
+  UDAH_CHECK_LIB=$SHARE/guest/check-lib.sh
+# shellcheck source=/dev/null
+source "$SHARE/env" # CI=<the host's CI>
 source "$UDAH_CHECK_LIB"
 say "GID table of $DEV port 1 (index type netdev gid):"
 gid_list | sed 's/^/  /'

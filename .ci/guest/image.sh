@@ -27,8 +27,8 @@ if [[ -f "$out/DONE" ]]; then
   exit 0
 fi
 
-command -v debootstrap >/dev/null || { apt-get install -y -qq debootstrap >/dev/null; }
-command -v mkfs.ext4 >/dev/null || { apt-get install -y -qq e2fsprogs >/dev/null; }
+command -v debootstrap >/dev/null || { apt-get install -y -qq -o DPkg::Lock::Timeout=600 debootstrap >/dev/null; }
+command -v mkfs.ext4 >/dev/null || { apt-get install -y -qq -o DPkg::Lock::Timeout=600 e2fsprogs >/dev/null; }
 
 t0=$(date +%s)
 work="$CACHE_ROOT/build-$key.$$"
@@ -37,8 +37,17 @@ mkdir -p "$work"
 root="$work/root"
 mirror=$(apt_mirror)
 log "debootstrap $SUITE from $mirror into $root (takes 5-17 min)"
-debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" \
-  >"$work/debootstrap.log" 2>&1 || { tail -n 40 "$work/debootstrap.log" >&2; die "debootstrap failed (log: $work/debootstrap.log)"; }
+# Two attempts: a mirror hiccup should not fail a CI run.
+for attempt in 1 2; do
+  if debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" \
+       >"$work/debootstrap.log" 2>&1; then
+    break
+  fi
+  tail -n 40 "$work/debootstrap.log" >&2
+  [[ $attempt -eq 2 ]] && die "debootstrap failed twice (log: $work/debootstrap.log)"
+  log "debootstrap failed; retrying once"
+  rm -rf "$root"
+done
 
 # The guest's PID 1: mounts the 9p share and hands over to the suite's init
 # script that lives on the share (so changing the suite does not rebuild the
@@ -78,5 +87,11 @@ mv "$work/debootstrap.log" "$out/"
 rmdir "$work"
 echo "$(( $(date +%s) - t0 ))" >"$out/build-seconds"
 touch "$out/DONE"
+# Keep the two newest images (an older checkout may still want the previous
+# one); each is ~650 MB.
+ls -1dt "$CACHE_ROOT"/image-*/ 2>/dev/null | tail -n +3 | while read -r old; do
+  log "removing old image $old"
+  rm -rf "$old" "${old%/}.lock"
+done
 log "image built in $(( $(date +%s) - t0 ))s: $out ($(du -sh "$out" | cut -f1))"
 echo "$out"

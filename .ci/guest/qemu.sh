@@ -14,7 +14,7 @@ export DEBIAN_FRONTEND=noninteractive
 ver=$(apt-cache policy qemu-system-x86 | awk '/Candidate:/ {print $2}')
 if [[ -z "$ver" || "$ver" == "(none)" ]]; then
   log "apt knows no qemu-system-x86; running apt-get update"
-  apt-get update -qq
+  apt-get update -qq -o DPkg::Lock::Timeout=600
   ver=$(apt-cache policy qemu-system-x86 | awk '/Candidate:/ {print $2}')
 fi
 [[ -n "$ver" && "$ver" != "(none)" ]] || die "no qemu-system-x86 candidate in apt's sources"
@@ -38,7 +38,7 @@ if [[ ! -f "$prefix/DONE" ]]; then
   libs=$(dpkg-deb -f "$prefix.debs"/qemu-system-x86_*.deb Depends | tr ',' '\n' \
          | sed -E 's/\(.*\)//; s/\|.*//; s/ //g' | grep -E '^lib' || true)
   # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $libs >/dev/null \
+  apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends $libs >/dev/null \
     || die "installing qemu's libraries failed: $libs"
   rm -rf "$prefix.debs"
   missing=$(ldd "$prefix/usr/bin/qemu-system-x86_64" | grep 'not found' || true)

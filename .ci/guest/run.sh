@@ -61,6 +61,9 @@ for c in "$GUEST_DIR"/checks/${UDAH_GUEST_ONLY:-*}.sh; do
 done
 shopt -u nullglob
 echo "${UDAH_CHECK_TIMEOUT:-900}" >"$share/check-timeout"
+# The host's CI flag reaches the checks (a check whose input is missing fails
+# under CI=true instead of skipping).
+printf 'export CI=%q\n' "${CI:-}" >"$share/env"
 
 timeout_s=${UDAH_GUEST_TIMEOUT:-1800}
 kvm_probe_s=20
@@ -84,7 +87,8 @@ boot() {
 }
 
 # Streams the guest's suite log as it is written.
-tail -n +1 -F "$share/out/suite.log" 2>/dev/null | sed -u 's/^/guest| /' &
+# (--pid: it also ends with this script, whatever happens.)
+tail -n +1 -F --pid=$$ "$share/out/suite.log" 2>/dev/null > >(sed -u 's/^/guest| /') &
 tail_pid=$!
 
 t_boot=$(date +%s)

@@ -8,18 +8,36 @@ set -uo pipefail
 source "$UDAH_CHECK_LIB"
 
 N=${UDAH_PING_COUNT:-100}
+P=3
 declare -A seen=()
 
 one() { # <name> <gid index> <gid> <serve flags...>
   local name=$1 idx=$2 gid=$3
   shift 3
-  if ! start_serve -g "$idx" -n "$N" --stats-interval 0 "$@"; then
+  # serve stops by itself after the P probes and the N requests.
+  if ! start_serve -g "$idx" -n $((P + N)) --stats-interval 0 "$@"; then
     fail "$name" "serve did not start"
     return
   fi
   local plog="$UDAH_OUT/ping.$name.log" prc
-  "$UDAH" ping --hal ibverbs --device "$UDAH_DEV" --port "${UDAH_PORT:-1}" -g "$idx" --dest "$gid" \
-    --qpn "$SERVE_QPN" -n "$N" --timeout-ms 2000 >"$plog" 2>&1
+  ping_serve() { # <count> <log>
+    "$UDAH" ping --hal ibverbs --device "$UDAH_DEV" --port "${UDAH_PORT:-1}" -g "$idx" --dest "$gid" \
+      --qpn "$SERVE_QPN" -n "$1" --timeout-ms 2000 >"$2" 2>&1
+  }
+  # A few probes first: a serve that answers nothing fails in seconds, not
+  # after N time-outs.
+  ping_serve "$P" "$plog.probe"
+  if ! grep -qE "^$P sent, [1-9]" "$plog.probe"; then
+    kill "$SERVE_PID" 2>/dev/null
+    wait_serve 5
+    echo "--- $name (GID index $idx, $gid; serve ${*:-default})"
+    sed 's/^/  probe| /' "$plog.probe"
+    sed 's/^/  serve| /' "$SERVE_LOG"
+    fail "$name" "no reply to $P probes ($(grep -m1 -oE '^[0-9]+ sent, [0-9]+ received' "$plog.probe" || echo 'no summary line'));\
+ serve: $(grep -m1 '^udah' "$SERVE_LOG" || echo 'no error line')"
+    return
+  fi
+  ping_serve "$N" "$plog"
   prc=$?
   wait_serve 30
   echo "--- $name (GID index $idx, $gid; serve ${*:-default})"
