@@ -25,7 +25,7 @@ setup_fail() {
   echo "FAIL guest-setup: $*" | tee -a "$OUT/results.txt"
   echo "0 1" >"$OUT/summary"
   say "set-up failed: $*"
-  echo done >"$OUT/DONE"
+  echo finished >"$OUT/DONE"
   poweroff_now
 }
 
@@ -71,13 +71,14 @@ for nd in "$NETDEV" "$VLAN_NETDEV"; do
   done
 done
 say "UDAH-GUEST-ACTIVE: $DEV PORT_ACTIVE"
-echo "$(up)" >"$OUT/active-seconds"
+up >"$OUT/active-seconds"
 # The checks' environment (the contract in .ci/guest/README.md).
 export UDAH_BIN=$SHARE/bin UDAH_DEV=$DEV UDAH_PORT=1 UDAH_NETDEV=$NETDEV UDAH_IPV4=$IPV4 UDAH_IPV6=$IPV6 \
   UDAH_VLAN_ID=$VLAN_ID UDAH_VLAN_NETDEV=$VLAN_NETDEV UDAH_VLAN_IPV4=$VLAN_IPV4 UDAH_VLAN_IPV6=$VLAN_IPV6 \
   UDAH_CHECK_LIB=$SHARE/guest/check-lib.sh
 # shellcheck source=/dev/null
 source "$SHARE/env" # CI=<the host's CI>
+# shellcheck source=check-lib.sh
 source "$UDAH_CHECK_LIB"
 say "GID table of $DEV port 1 (index type netdev gid):"
 gid_list | sed 's/^/  /'
@@ -109,7 +110,7 @@ done
 pass=$(grep -c '^PASS ' "$OUT/results.txt")
 fail=$(grep -c '^FAIL ' "$OUT/results.txt")
 echo "$pass $fail" >"$OUT/summary"
-echo "$(up)" >"$OUT/end-seconds"
+up >"$OUT/end-seconds"
 say "UDAH-GUEST-DONE: $pass passed, $fail failed"
-echo done >"$OUT/DONE"
+echo finished >"$OUT/DONE"
 poweroff_now

@@ -3,6 +3,7 @@
 # #[ignore]d on machines without a device) against rxe0: one verdict per
 # test, from libtest's own "test NAME ... ok|FAILED" lines.
 set -uo pipefail
+# shellcheck source=../check-lib.sh
 source "$UDAH_CHECK_LIB"
 
 shopt -s nullglob

@@ -5,6 +5,7 @@
 # N/N replies with 0 wrong (the echo checked byte for byte at the sender's QP)
 # and serve, told to stop after N requests, exits 0 without a panic.
 set -uo pipefail
+# shellcheck source=../check-lib.sh
 source "$UDAH_CHECK_LIB"
 
 N=${UDAH_PING_COUNT:-100}
