@@ -1,0 +1,116 @@
+#!/bin/bash
+# PID 1 of the Soft-RoCE guest (exec'd by /sbin/udah-init from the image,
+# read from the 9p share so that changing the suite needs no new image).
+# Sets up the netdevs and rxe0, runs every executable checks/*.sh in name
+# order, writes the results to the share and powers the guest off.
+# Not `set -e`: PID 1 must always reach the power-off at the end.
+set -uo pipefail
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+SHARE=/mnt/udah
+OUT=$SHARE/out
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/suite.log" >/dev/console) 2>&1
+
+T0=$(cut -d' ' -f1 /proc/uptime)
+up() { awk -v t0="$T0" '{printf "%.1f", $1}' /proc/uptime; }
+say() { echo "udah-guest [$(up)s] $*"; }
+poweroff_now() {
+  sync
+  umount "$SHARE" 2>/dev/null
+  echo o >/proc/sysrq-trigger
+  sleep 30
+}
+setup_fail() {
+  # A failure of the set-up is one FAIL line, so the host never sees a pass.
+  echo "FAIL guest-setup: $*" | tee -a "$OUT/results.txt"
+  echo "0 1" >"$OUT/summary"
+  say "set-up failed: $*"
+  echo finished >"$OUT/DONE"
+  poweroff_now
+}
+
+say "UDAH-GUEST-INIT: kernel $(uname -r), init reached"
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mountpoint -q /dev/pts || { mkdir -p /dev/pts; mount -t devpts devpts /dev/pts; }
+hostname udah-guest
+ip link set lo up
+
+# --- network: a dummy netdev with IPv4 + IPv6, a VLAN on top ---------------
+NETDEV=udah0
+VLAN_ID=7
+VLAN_NETDEV=$NETDEV.$VLAN_ID
+IPV4=198.18.0.1
+IPV6=fd00:da::1
+VLAN_IPV4=198.18.7.1
+VLAN_IPV6=fd00:da:7::1
+for m in dummy 8021q rdma_rxe; do modprobe "$m" || setup_fail "modprobe $m"; done
+ip link add "$NETDEV" type dummy || setup_fail "ip link add $NETDEV"
+ip link set "$NETDEV" up
+ip addr add "$IPV4/24" dev "$NETDEV"
+ip -6 addr add "$IPV6/64" dev "$NETDEV" nodad
+ip link add link "$NETDEV" name "$VLAN_NETDEV" type vlan id "$VLAN_ID" || setup_fail "ip link add $VLAN_NETDEV"
+ip link set "$VLAN_NETDEV" up
+ip addr add "$VLAN_IPV4/24" dev "$VLAN_NETDEV"
+ip -6 addr add "$VLAN_IPV6/64" dev "$VLAN_NETDEV" nodad
+
+# --- rxe0 on the dummy netdev --------------------------------------------------
+DEV=rxe0
+rdma link add "$DEV" type rxe netdev "$NETDEV" || setup_fail "rdma link add $DEV type rxe netdev $NETDEV"
+active=
+for _ in $(seq 1 120); do
+  if ibv_devinfo -d "$DEV" 2>/dev/null | grep -q PORT_ACTIVE; then active=1; break; fi
+  sleep 0.5
+done
+[[ -n "$active" ]] || setup_fail "$DEV never reached PORT_ACTIVE: $(ibv_devinfo -d "$DEV" 2>&1 | tr '\n' ' ')"
+# Link-local addresses (and so their GIDs) come after DAD: wait for one on each netdev.
+for nd in "$NETDEV" "$VLAN_NETDEV"; do
+  for _ in $(seq 1 40); do
+    ip -6 addr show dev "$nd" scope link | grep -q 'inet6 fe80' && ! ip -6 addr show dev "$nd" | grep -q tentative && break
+    sleep 0.25
+  done
+done
+say "UDAH-GUEST-ACTIVE: $DEV PORT_ACTIVE"
+up >"$OUT/active-seconds"
+# The checks' environment (the contract in .ci/guest/README.md).
+export UDAH_BIN=$SHARE/bin UDAH_DEV=$DEV UDAH_PORT=1 UDAH_NETDEV=$NETDEV UDAH_IPV4=$IPV4 UDAH_IPV6=$IPV6 \
+  UDAH_VLAN_ID=$VLAN_ID UDAH_VLAN_NETDEV=$VLAN_NETDEV UDAH_VLAN_IPV4=$VLAN_IPV4 UDAH_VLAN_IPV6=$VLAN_IPV6 \
+  UDAH_CHECK_LIB=$SHARE/guest/check-lib.sh
+# shellcheck source=/dev/null
+source "$SHARE/env" # CI=<the host's CI>
+# shellcheck source=check-lib.sh
+source "$UDAH_CHECK_LIB"
+say "GID table of $DEV port 1 (index type netdev gid):"
+gid_list | sed 's/^/  /'
+
+# --- the checks ------------------------------------------------------------------
+CHECK_TIMEOUT=$(cat "$SHARE/check-timeout" 2>/dev/null || echo 900)
+: >"$OUT/results.txt"
+for check in "$SHARE"/guest/checks/*.sh; do
+  [[ -f "$check" && -x "$check" ]] || continue
+  name=$(basename "$check" .sh)
+  export UDAH_OUT=$OUT/$name
+  mkdir -p "$UDAH_OUT"
+  say "=== check $name"
+  t=$(up)
+  # Every line goes to the log; PASS/FAIL lines are the verdicts.
+  timeout -k 10 "$CHECK_TIMEOUT" bash "$check" </dev/null 2>&1 | tee "$UDAH_OUT/output.log"
+  rc=${PIPESTATUS[0]}
+  verdicts=$(grep -E '^(PASS|FAIL) ' "$UDAH_OUT/output.log")
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    verdicts+=$'\n'"FAIL $name: timed out after ${CHECK_TIMEOUT}s"
+  elif [[ -z "$verdicts" ]]; then
+    verdicts="FAIL $name: exited $rc without a PASS/FAIL line"
+  elif [[ $rc -ne 0 ]] && ! grep -q '^FAIL ' <<<"$verdicts"; then
+    verdicts+=$'\n'"FAIL $name: exited $rc after only PASS lines"
+  fi
+  grep -E '^(PASS|FAIL) ' <<<"$verdicts" | tee -a "$OUT/results.txt" >/dev/null
+  say "=== check $name done in $(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')s (exit $rc)"
+done
+pass=$(grep -c '^PASS ' "$OUT/results.txt")
+fail=$(grep -c '^FAIL ' "$OUT/results.txt")
+echo "$pass $fail" >"$OUT/summary"
+up >"$OUT/end-seconds"
+say "UDAH-GUEST-DONE: $pass passed, $fail failed"
+echo finished >"$OUT/DONE"
+poweroff_now
