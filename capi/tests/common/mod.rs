@@ -9,7 +9,8 @@ use serde_json::Value;
 
 /// The repository root.
 pub(crate) fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("repo root")
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().expect("manifest dir");
+    here.ancestors().find(|p| p.join("include/udah.h").is_file()).expect("repo root (include/udah.h)").to_path_buf()
 }
 
 /// The cargo profile directory holding libudah.so (`target/debug`), from
