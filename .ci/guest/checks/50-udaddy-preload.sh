@@ -13,6 +13,11 @@
 #  ah-loop-ratio     ibv_create_ah_from_wc + ibv_destroy_ah in a loop with
 #                    and without the preload (fresh and held); the ns/iter
 #                    and the ratios go to the log and $UDAH_OUT/ah-loop.txt.
+#  capi-responder    udah-capi-check: the C API (libudah.so) on rxe0 with
+#                    the program's own context and PD: N identical requests
+#                    share one kernel AH, udah_init_ah_from_wc equals
+#                    ibv_init_ah_from_wc, batch, GID_CHANGE refresh, EBUSY,
+#                    every AH given back and destroyed before ibv_dealloc_pd.
 #  gid-events-preload  an address added, deleted, another address added in
 #                    its slot, and the first one again, while udah-ah-loop
 #                    watches ibv_init_ah_from_wc under the preload: every
@@ -26,11 +31,12 @@ C=${UDAH_UDADDY_CONNECTIONS:-8}
 PRELOAD=$UDAH_BIN/libudah-preload.so
 LOOP=$UDAH_BIN/udah-ah-loop
 N=${UDAH_AH_LOOP_COUNT:-2000}
-ALL=(udaddy-plain udaddy-preload ah-sharing ah-loop-ratio gid-events-preload)
+ALL=(udaddy-plain udaddy-preload capi-responder ah-sharing ah-loop-ratio gid-events-preload)
 
 missing=
 [[ -f "$PRELOAD" ]] || missing+=" $PRELOAD"
 [[ -x "$LOOP" ]] || missing+=" $LOOP"
+[[ -x "$UDAH_BIN/udah-capi-check" ]] || missing+=" $UDAH_BIN/udah-capi-check"
 command -v udaddy >/dev/null || missing+=" udaddy"
 if [[ -n "$missing" ]]; then
   for v in "${ALL[@]}"; do fail "$v" "missing:$missing"; done
@@ -74,6 +80,13 @@ elif [[ "$calls" -ne "$C" || $((kahs + shared)) -ne "$calls" || "$internal" -ne 
 else
   pass udaddy-preload
 fi
+
+# --- the C API on the device ---------------------------------------------------
+"$UDAH_BIN/udah-capi-check" "$UDAH_DEV" "${UDAH_PORT:-1}" "$UDAH_IPV4" 8 >"$UDAH_OUT/capi-check.log" 2>&1
+crc=$?
+sed 's/^/  capi| /' "$UDAH_OUT/capi-check.log"
+if [[ $crc -eq 0 ]] && grep -q '^capi-responder: ok' "$UDAH_OUT/capi-check.log"; then pass capi-responder; else
+  fail capi-responder "exit $crc: $(grep -m1 '^capi-responder' "$UDAH_OUT/capi-check.log")"; fi
 
 # --- the loop: sharing and the ratio ------------------------------------------
 "$LOOP" "$UDAH_DEV" "${UDAH_PORT:-1}" bench "$N" "$UDAH_IPV4" "$UDAH_IPV4" >"$UDAH_OUT/loop-plain.log" 2>&1
