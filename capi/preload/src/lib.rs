@@ -532,6 +532,15 @@ pub unsafe extern "C" fn udah_preload_ibv_destroy_ah(ah: *mut ibv_ah) -> c_int {
         set_errno(libc::ENOSYS);
         return -1;
     };
+    // SAFETY: libibverbs' contract, forwarded.
+    unsafe { destroy(&real, ah) }
+}
+
+/// `ibv_destroy_ah` with the real library `real`.
+///
+/// # Safety
+/// libibverbs' contract for `ibv_destroy_ah`.
+unsafe fn destroy(real: &Real, ah: *mut ibv_ah) -> c_int {
     let st = state();
     bump(&st.stats.destroy_calls);
     let last = catch_unwind(AssertUnwindSafe(|| {
@@ -573,4 +582,85 @@ pub extern "C" fn udah_preload_stats() -> *const c_char {
     let line = std::ffi::CString::new(stats_line()).unwrap_or_default();
     let mut g = lock(&LINE);
     g.insert(line).as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::AtomicUsize;
+
+    static CREATED: AtomicUsize = AtomicUsize::new(0);
+    static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn no_init(
+        _: *mut ibv_context,
+        _: u8,
+        _: *const ibv_wc,
+        _: *const ibv_grh,
+        _: *mut ibv_ah_attr,
+    ) -> c_int {
+        -1
+    }
+    unsafe extern "C" fn no_create_from_wc(_: *mut ibv_pd, _: *const ibv_wc, _: *const ibv_grh, _: u8) -> *mut ibv_ah {
+        core::ptr::null_mut()
+    }
+    unsafe extern "C" fn fake_create(_: *mut ibv_pd, _: *mut ibv_ah_attr) -> *mut ibv_ah {
+        CREATED.fetch_add(1, Ordering::SeqCst);
+        Box::into_raw(Box::new(0u64)).cast()
+    }
+    unsafe extern "C" fn fake_destroy(ah: *mut ibv_ah) -> c_int {
+        DESTROYED.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: every AH here comes from a `Box<u64>` (fake_create, or
+        // the test's own "foreign" AH).
+        drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
+        0
+    }
+
+    fn d(real: &Real, ah: *mut ibv_ah) -> c_int {
+        // SAFETY: every AH of these tests is a live `Box<u64>` the fakes
+        // understand, destroyed once.
+        unsafe { destroy(real, ah) }
+    }
+
+    #[test]
+    fn shared_ahs_are_reference_counted_per_pd_and_foreign_ones_forwarded() {
+        let real =
+            Real { init: no_init, create_from_wc: no_create_from_wc, create: fake_create, destroy: fake_destroy };
+        let (pd1, pd2) = (8usize as *mut ibv_pd, 16usize as *mut ibv_pd);
+        let mut attr = ibv_ah_attr { attr: IbvAhAttr { is_global: 1, port_num: 1, ..IbvAhAttr::default() } };
+        let gid = Gid::from_ipv4([10, 0, 0, 1]);
+
+        let a = shared_ah(&real, pd1, &mut attr, gid);
+        let b = shared_ah(&real, pd1, &mut attr, gid);
+        let other_pd = shared_ah(&real, pd2, &mut attr, gid);
+        let other_gid = shared_ah(&real, pd1, &mut attr, Gid::from_ipv4([10, 0, 0, 9]));
+        assert_eq!(a, b);
+        assert!(a != other_pd && a != other_gid && other_pd != other_gid);
+        assert_eq!(CREATED.load(Ordering::SeqCst), 3);
+
+        assert_eq!(d(&real, b), 0);
+        assert_eq!(DESTROYED.load(Ordering::SeqCst), 0, "a reference remains");
+        assert_eq!(d(&real, a), 0);
+        assert_eq!(DESTROYED.load(Ordering::SeqCst), 1, "the last reference destroys the kernel AH");
+        // An AH the preload did not make goes to the real library.
+        let foreign: *mut ibv_ah = Box::into_raw(Box::new(0u64)).cast();
+        assert_eq!(d(&real, foreign), 0);
+        assert_eq!(DESTROYED.load(Ordering::SeqCst), 2);
+        assert_eq!(d(&real, other_pd), 0);
+        assert_eq!(d(&real, other_gid), 0);
+        assert_eq!(DESTROYED.load(Ordering::SeqCst), 4);
+        assert!(lock(&state().ahs).by_ah.is_empty());
+        let line = stats_line();
+        assert!(
+            line.contains("kernel_ahs=3 shared=1") && line.contains("destroy_shared=1 destroy_forwarded=1"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn attribute_bytes_are_the_c_image() {
+        let a = IbvAhAttr { dlid: 0x1234, sl: 5, port_num: 1, is_global: 1, ..IbvAhAttr::default() };
+        let b = attr_bytes(&a);
+        assert_eq!((b[24], b[25], b[26], b[29], b[30]), (0x34, 0x12, 5, 1, 1));
+    }
 }
