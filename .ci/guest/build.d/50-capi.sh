@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Host-side build for checks/50-udaddy-preload.sh (capi): the C loop program
+# udah-ah-loop (plain libibverbs, compiled with gcc), udah-capi-check (the C
+# API against udah.h and libudah.so, found beside it through $ORIGIN) and
+# libudah-preload.so under its documented name (cargo names the cdylib
+# libudah_preload.so).
+# Env from build.sh: UDAH_BIN, CARGO_TARGET_DIR.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror "$repo/capi/tests/c/ah_loop.c" -libverbs -o "$UDAH_BIN/udah-ah-loop"
+(cd "$repo" && cargo build --release -p udah-preload -p udah-capi)
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I "$repo/include" "$repo/capi/tests/c/responder_check.c" \
+  -L "$CARGO_TARGET_DIR/release" -ludah -libverbs -Wl,-rpath,'$ORIGIN' -o "$UDAH_BIN/udah-capi-check"
+cp "$CARGO_TARGET_DIR/release/libudah.so" "$UDAH_BIN/libudah.so"
+cp "$CARGO_TARGET_DIR/release/libudah_preload.so" "$UDAH_BIN/libudah-preload.so"

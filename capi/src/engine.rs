@@ -1,0 +1,751 @@
+//! The thin layer between the C entry points and the core: a GID-table
+//! snapshot per (context, port), the two profiles, and the deduplicating AH
+//! table over the application's protection domain.
+//!
+//! It is built on today's core API (`GidTable`, `ah::libibverbs`,
+//! `ah::kernel`, `table::AhTable`); when the core's `Responder` lands, the
+//! [`Responder`] here becomes a wrapper of it and the C API does not change.
+//! The verbs it needs from a context the application owns (borrowed: never
+//! closed or freed here) are the four of [`Verbs`], so that a borrowed-context
+//! constructor of `udah-hal-ibverbs` can replace them without touching the
+//! callers.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+
+use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, kernel, libibverbs};
+use udah_core::error::errno;
+use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+use udah_core::table::{AhHandle, AhTable, ResolveError, TableError};
+use udah_core::wire::{Area, Evidence, Gid};
+use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
+
+use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_context, ibv_pd};
+
+/// Capacity of a GID snapshot (rxe's table has 1024 slots; mlx5 RoCE 255).
+pub const GID_CAP: usize = 1024;
+/// Capacity of a responder's AH table (a power of two).
+pub const AH_CAP: usize = 1024;
+
+/// One port's GID-table snapshot.
+pub type Gids = GidTable<GID_CAP>;
+
+/// A failure as an errno value (what the C API reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Error for Errno {
+    fn kind(&self) -> ErrorKind {
+        match self.0 {
+            libc::ENOMEM | libc::EOVERFLOW | libc::ENOSPC => ErrorKind::OutOfResources,
+            libc::EINVAL => ErrorKind::InvalidArgument,
+            libc::ETIMEDOUT => ErrorKind::Timeout,
+            libc::EAGAIN => ErrorKind::WouldBlock,
+            libc::ENODEV | libc::ENOENT => ErrorKind::NotFound,
+            libc::EOPNOTSUPP => ErrorKind::Unsupported,
+            libc::EHOSTUNREACH | libc::ENETUNREACH => ErrorKind::Unreachable,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// The calling thread's `errno`.
+pub fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// `ibv_create_ah` as a function pointer.
+pub type CreateAhFn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah;
+/// `ibv_destroy_ah` as a function pointer.
+pub type DestroyAhFn = unsafe extern "C" fn(*mut ibv_ah) -> i32;
+
+/// The AH verbs a responder calls. libudah uses libibverbs' own; the
+/// preload passes the real library's (`dlvsym(RTLD_NEXT)`), because its own
+/// `ibv_destroy_ah` would otherwise be called back.
+#[derive(Debug, Clone, Copy)]
+pub struct Verbs {
+    /// `ibv_create_ah`.
+    pub create_ah: CreateAhFn,
+    /// `ibv_destroy_ah`.
+    pub destroy_ah: DestroyAhFn,
+}
+
+impl Verbs {
+    /// libibverbs' `ibv_create_ah` and `ibv_destroy_ah` (through `shim.c`).
+    pub fn libibverbs() -> Verbs {
+        Verbs { create_ah: crate::ffi::udah_shim_create_ah, destroy_ah: crate::ffi::udah_shim_destroy_ah }
+    }
+}
+
+/// The link layer and GID-table length of `port` (`ibv_query_port`).
+///
+/// # Safety
+/// `ctx` must be a live `ibv_context`.
+pub unsafe fn query_port(ctx: *mut ibv_context, port: u8) -> Result<(LinkLayer, u32), Errno> {
+    let (mut len, mut ll) = (0u32, 0u8);
+    // SAFETY: `ctx` is live (the caller's contract); the out-pointers are
+    // valid locals.
+    let rc = unsafe { crate::ffi::udah_shim_query_port(ctx, port, &mut len, &mut ll) };
+    if rc != 0 {
+        return Err(Errno(rc));
+    }
+    // IBV_LINK_LAYER_ETHERNET = 2; UNSPECIFIED (0) is InfiniBand to libibverbs.
+    Ok((if ll == 2 { LinkLayer::Ethernet } else { LinkLayer::Infiniband }, len))
+}
+
+/// One GID-table entry (`ibv_query_gid_ex`): `Ok(None)` for an empty slot.
+///
+/// # Safety
+/// `ctx` must be a live `ibv_context`.
+pub unsafe fn query_gid(ctx: *mut ibv_context, port: u8, index: u32) -> Result<Option<GidEntry>, Errno> {
+    let (mut gid, mut ty, mut ifindex) = ([0u8; 16], 0u32, 0u32);
+    // SAFETY: `ctx` is live (the caller's contract); `gid` has the 16 bytes
+    // the shim writes, the other out-pointers are valid locals.
+    let rc = unsafe { crate::ffi::udah_shim_query_gid(ctx, port, index, gid.as_mut_ptr(), &mut ty, &mut ifindex) };
+    match rc {
+        0 => {
+            let gid = Gid(gid);
+            // A type this core does not know reads as empty: libibverbs'
+            // search would not match it with either class... except that it
+            // maps every kernel type above 1 to RoCE v2; keep that rule.
+            let ty = GidType::from_raw(ty).unwrap_or(GidType::RoceV2);
+            Ok((gid != Gid::ZERO).then(|| GidEntry::new(gid, ty).with_ifindex(ifindex)))
+        }
+        e if e == errno::ENODATA => Ok(None),
+        e => Err(Errno(e)),
+    }
+}
+
+/// Snapshots `port`'s GID table: `ibv_query_port`, then one
+/// `ibv_query_gid_ex` per slot. A table longer than [`GID_CAP`] is
+/// `E2BIG`.
+///
+/// # Safety
+/// `ctx` must be a live `ibv_context`.
+pub unsafe fn read_gids(ctx: *mut ibv_context, port: u8, generation: u64) -> Result<Box<Gids>, Errno> {
+    // SAFETY: forwarded contract.
+    let (ll, len) = unsafe { query_port(ctx, port) }?;
+    if len as usize > GID_CAP {
+        return Err(Errno(libc::E2BIG));
+    }
+    let mut t = Box::new(Gids::new(port, ll, len));
+    for i in 0..len {
+        // SAFETY: forwarded contract.
+        if let Some(e) = unsafe { query_gid(ctx, port, i) }? {
+            t.set(i, e).map_err(|_| Errno(libc::EINVAL))?;
+        }
+    }
+    t.set_generation(generation);
+    Ok(t)
+}
+
+/// A snapshot from an explicit list (tests, or a caller with its own GID
+/// source). Entries must have distinct indices below `len`.
+pub fn gids_from_list(
+    port: u8,
+    link_layer: LinkLayer,
+    len: u32,
+    entries: impl IntoIterator<Item = (u32, GidEntry)>,
+) -> Result<Box<Gids>, Errno> {
+    if len as usize > GID_CAP {
+        return Err(Errno(libc::E2BIG));
+    }
+    let mut t = Box::new(Gids::new(port, link_layer, len));
+    for (i, e) in entries {
+        if t.get(i).is_some() {
+            return Err(Errno(libc::EEXIST));
+        }
+        t.set(i, e).map_err(|_| Errno(libc::EINVAL))?;
+    }
+    t.set_generation(1);
+    Ok(t)
+}
+
+/// A backend AH: the `struct ibv_ah *` address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AhPtr(pub u64);
+
+impl AhToken for AhPtr {
+    fn into_token(self) -> u64 {
+        self.0
+    }
+    fn from_token(token: u64) -> AhPtr {
+        AhPtr(token)
+    }
+}
+
+impl AhPtr {
+    /// The pointer.
+    pub fn ptr(self) -> *mut ibv_ah {
+        core::ptr::with_exposed_provenance_mut(self.0 as usize)
+    }
+}
+
+/// The core's [`Hal`] over the application's PD (borrowed).
+#[derive(Debug)]
+pub struct PdBackend {
+    ctx: *mut ibv_context,
+    pd: *mut ibv_pd,
+    verbs: Verbs,
+}
+
+// SAFETY: the pointers are only passed to libibverbs, whose verbs are thread
+// safe; the backend never dereferences them itself.
+unsafe impl Send for PdBackend {}
+// SAFETY: as for `Send`: shared use only calls thread-safe verbs.
+unsafe impl Sync for PdBackend {}
+
+impl ErrorType for PdBackend {
+    type Error = Errno;
+}
+
+impl Hal for PdBackend {
+    type Ah = AhPtr;
+
+    fn port_info(&self, port: u8) -> Result<PortInfo, Errno> {
+        if self.ctx.is_null() {
+            return Err(Errno(libc::ENODEV));
+        }
+        // SAFETY: a non-null `ctx` is live for the responder's lifetime
+        // (udah_responder_open's contract).
+        let (ll, len) = unsafe { query_port(self.ctx, port) }?;
+        Ok(PortInfo::new(port, ll, len))
+    }
+
+    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), Errno> {
+        let (ll, len) = self.port_info(port).map(|p| (p.link_layer, p.gid_tbl_len))?;
+        let mut t = GidTable::<N>::new(port, ll, len);
+        for i in 0..len {
+            // SAFETY: `port_info` succeeded, so `ctx` is non-null and live.
+            if let Some(e) = unsafe { query_gid(self.ctx, port, i) }? {
+                t.set(i, e).map_err(|_| Errno(libc::E2BIG))?;
+            }
+        }
+        t.set_generation(table.generation().wrapping_add(1));
+        *table = t;
+        Ok(())
+    }
+
+    fn gid_generation(&self, _port: u8) -> u64 {
+        0
+    }
+
+    fn resolve_l2(&self, _attr: &AhAttr) -> Result<Option<L2Info>, Errno> {
+        // The kernel resolves the neighbour inside `ibv_create_ah`.
+        Ok(None)
+    }
+
+    fn create_ah(&self, attr: &AhAttr, _l2: Option<&L2Info>) -> Result<AhPtr, Errno> {
+        if self.pd.is_null() {
+            return Err(Errno(libc::EINVAL));
+        }
+        let mut c = ibv_ah_attr { attr: IbvAhAttr::from(attr) };
+        // SAFETY: `pd` is the application's live PD (udah_responder_open's
+        // contract); `c` is a valid `struct ibv_ah_attr` for the call.
+        let ah = unsafe { (self.verbs.create_ah)(self.pd, &mut c) };
+        if ah.is_null() { Err(Errno(last_errno())) } else { Ok(AhPtr(ah.expose_provenance() as u64)) }
+    }
+
+    fn destroy_ah(&self, ah: AhPtr) -> Result<(), Errno> {
+        // SAFETY: the AH table destroys each AH it created exactly once.
+        let rc = unsafe { (self.verbs.destroy_ah)(ah.ptr()) };
+        if rc == 0 { Ok(()) } else { Err(Errno(if rc > 0 { rc } else { last_errno() })) }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section is one map insert/remove: a panic inside one
+    // cannot leave the map inconsistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Counters of a responder (the C `struct udah_stats`).
+#[derive(Debug, Default)]
+struct Counters {
+    init_calls: AtomicU64,
+    init_failures: AtomicU64,
+    create_calls: AtomicU64,
+    create_failures: AtomicU64,
+    destroy_calls: AtomicU64,
+    events: AtomicU64,
+    refreshes: AtomicU64,
+    refresh_failures: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A snapshot of a responder's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// `udah_init_ah_from_wc` calls.
+    pub init_calls: u64,
+    /// Of which failed.
+    pub init_failures: u64,
+    /// AH requests (`udah_create_ah_from_wc`, `udah_create_ah`, batch entries).
+    pub create_calls: u64,
+    /// Of which failed.
+    pub create_failures: u64,
+    /// `udah_destroy_ah` calls.
+    pub destroy_calls: u64,
+    /// AH requests served by an AH that already existed.
+    pub ah_hits: u64,
+    /// Kernel AHs created (`ibv_create_ah`).
+    pub kernel_ahs_created: u64,
+    /// Kernel AHs destroyed.
+    pub kernel_ahs_destroyed: u64,
+    /// Kernel AHs alive now.
+    pub kernel_ahs_live: u64,
+    /// AHs handed out and not yet given back.
+    pub ahs_outstanding: u64,
+    /// Asynchronous events passed in.
+    pub events: u64,
+    /// GID snapshots re-read.
+    pub refreshes: u64,
+    /// Failed re-reads (the old snapshot is kept).
+    pub refresh_failures: u64,
+    /// The current snapshot's generation.
+    pub gid_generation: u64,
+}
+
+/// Why an AH request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AhFailure {
+    /// The attribute computation failed: its errno.
+    Attr(i32),
+    /// The AH table or the backend failed: its errno.
+    Table(i32),
+}
+
+impl AhFailure {
+    /// The errno to report.
+    pub fn errno(self) -> i32 {
+        match self {
+            AhFailure::Attr(e) | AhFailure::Table(e) => e,
+        }
+    }
+}
+
+fn table_errno(e: TableError<Errno>) -> i32 {
+    match e {
+        TableError::Backend(Errno(e)) => e,
+        TableError::Full | TableError::RefcountOverflow => libc::ENOMEM,
+        TableError::Pending | TableError::Contended => libc::EAGAIN,
+        TableError::StaleHandle => libc::EINVAL,
+        _ => libc::EIO,
+    }
+}
+
+/// A responder: one port's GID snapshot, the profiles, and the AH table of
+/// one PD. Thread safe.
+pub struct Responder {
+    port: u8,
+    ctx: *mut ibv_context,
+    gids: RwLock<Box<Gids>>,
+    backend: PdBackend,
+    ahs: Box<AhTable<PdBackend, AH_CAP>>,
+    /// The references handed out, by AH address.
+    handles: Mutex<HashMap<u64, Vec<AhHandle<AhPtr>>>>,
+    counters: Counters,
+}
+
+impl core::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Responder").field("port", &self.port).field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the raw context pointer is only passed to thread-safe libibverbs
+// verbs; every other field is `Send`.
+unsafe impl Send for Responder {}
+// SAFETY: shared use reads the snapshot under its lock, the AH table is
+// `Sync`, and the context is only passed to thread-safe verbs.
+unsafe impl Sync for Responder {}
+
+impl Responder {
+    /// A responder over the application's context and PD (both borrowed).
+    /// `pd` may be null: the responder then only computes attributes.
+    ///
+    /// # Safety
+    /// `ctx` must be a live context and `pd` null or a live PD of it; both
+    /// must outlive the responder.
+    pub unsafe fn open(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs) -> Result<Responder, Errno> {
+        if ctx.is_null() {
+            return Err(Errno(libc::EINVAL));
+        }
+        // SAFETY: forwarded contract.
+        let gids = unsafe { read_gids(ctx, port, 1) }?;
+        Ok(Responder::with_gids(ctx, port, pd, verbs, gids))
+    }
+
+    /// A responder over a fixed snapshot (no context: events and refreshes
+    /// are refused); with a null `pd` it only computes attributes.
+    ///
+    /// # Safety
+    /// `pd` must be null or a live PD that outlives the responder.
+    pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
+        Responder::with_gids(core::ptr::null_mut(), gids.port_num(), pd, verbs, gids)
+    }
+
+    fn with_gids(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs, gids: Box<Gids>) -> Responder {
+        Responder {
+            port,
+            ctx,
+            gids: RwLock::new(gids),
+            backend: PdBackend { ctx, pd, verbs },
+            ahs: Box::new(AhTable::new()),
+            handles: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The port.
+    pub fn port(&self) -> u8 {
+        self.port
+    }
+
+    fn with_gids_read<R>(&self, f: impl FnOnce(&Gids) -> R) -> R {
+        let g = self.gids.read().unwrap_or_else(PoisonError::into_inner);
+        f(&g)
+    }
+
+    /// `ibv_init_ah_from_wc` with `profile` and `evidence`: the attribute as
+    /// the C struct, and 0 or the errno. The attribute is what the profile's C
+    /// code leaves, also on failure.
+    pub fn init_ah_from_wc(
+        &self,
+        wc: &IbvWc,
+        area: Option<&Area>,
+        profile: Profile,
+        evidence: Evidence,
+    ) -> (IbvAhAttr, i32) {
+        bump(&self.counters.init_calls);
+        let r = self.with_gids_read(|g| compute(g, self.port, wc, area, profile, evidence));
+        if r.1 != 0 {
+            bump(&self.counters.init_failures);
+        }
+        r
+    }
+
+    /// A deduplicated, referenced AH for a completion (the libibverbs
+    /// profile, as `ibv_create_ah_from_wc`).
+    pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
+        bump(&self.counters.create_calls);
+        let r = self.with_gids_read(|g| self.ahs.resolve(&self.backend, g, self.port, wc, area));
+        let r = r.map_err(|e| match e {
+            ResolveError::Attr(f) => AhFailure::Attr(f.error.errno()),
+            ResolveError::InvalidAttr(_) => AhFailure::Attr(libc::EINVAL),
+            ResolveError::Table(t) => AhFailure::Table(table_errno(t)),
+            _ => AhFailure::Table(libc::EIO),
+        });
+        self.keep(r)
+    }
+
+    /// A deduplicated, referenced AH for an attribute.
+    pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
+        bump(&self.counters.create_calls);
+        let r = match AhAttr::try_from(attr) {
+            Ok(a) => self.ahs.get_or_create(&self.backend, &a).map_err(|e| AhFailure::Table(table_errno(e))),
+            Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
+        };
+        self.keep(r)
+    }
+
+    fn keep(&self, r: Result<AhHandle<AhPtr>, AhFailure>) -> Result<AhPtr, AhFailure> {
+        match r {
+            Ok(h) => {
+                let ah = h.ah();
+                lock(&self.handles).entry(ah.0).or_default().push(h);
+                Ok(ah)
+            }
+            Err(e) => {
+                bump(&self.counters.create_failures);
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives back one reference to `ah`; `EINVAL` for an AH this responder
+    /// did not hand out (or handed out fewer times).
+    pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
+        bump(&self.counters.destroy_calls);
+        let h = {
+            let mut map = lock(&self.handles);
+            let Some(v) = map.get_mut(&ah.0) else { return Err(libc::EINVAL) };
+            let h = v.pop();
+            if v.is_empty() {
+                map.remove(&ah.0);
+            }
+            h
+        };
+        let Some(h) = h else { return Err(libc::EINVAL) };
+        self.ahs.release(&self.backend, h).map_err(table_errno)
+    }
+
+    /// Re-reads the GID table after an event and retires the AHs whose local
+    /// GID changed (handles out stay valid until given back).
+    pub fn refresh(&self) -> Result<(), i32> {
+        if self.ctx.is_null() {
+            return Err(libc::EOPNOTSUPP);
+        }
+        let generation = self.with_gids_read(|g| g.generation()).wrapping_add(1);
+        // SAFETY: a non-null `ctx` is live for the responder's lifetime.
+        let fresh = match unsafe { read_gids(self.ctx, self.port, generation) } {
+            Ok(t) => t,
+            Err(Errno(e)) => {
+                bump(&self.counters.refresh_failures);
+                return Err(e);
+            }
+        };
+        let old = {
+            let mut g = self.gids.write().unwrap_or_else(PoisonError::into_inner);
+            core::mem::replace(&mut *g, fresh)
+        };
+        self.with_gids_read(|new| self.ahs.retire_gid_change(&self.backend, &old, new));
+        bump(&self.counters.refreshes);
+        Ok(())
+    }
+
+    /// `ibv_get_async_event`'s event for this responder: refreshes on a GID,
+    /// port, LID, SM or re-register event of its port (or of no port).
+    /// `Ok(true)` when the snapshot was re-read.
+    pub fn handle_event(&self, event_type: u32, port: Option<i32>) -> Result<bool, i32> {
+        use crate::ffi::*;
+        bump(&self.counters.events);
+        let relevant = matches!(
+            event_type,
+            IBV_EVENT_GID_CHANGE
+                | IBV_EVENT_PORT_ACTIVE
+                | IBV_EVENT_PORT_ERR
+                | IBV_EVENT_LID_CHANGE
+                | IBV_EVENT_PKEY_CHANGE
+                | IBV_EVENT_SM_CHANGE
+                | IBV_EVENT_CLIENT_REREGISTER
+        );
+        if !relevant || port.is_some_and(|p| p != i32::from(self.port)) {
+            return Ok(false);
+        }
+        self.refresh().map(|()| true)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let t = self.ahs.stats();
+        let outstanding = lock(&self.handles).values().map(|v| v.len() as u64).sum();
+        Stats {
+            init_calls: ld(&c.init_calls),
+            init_failures: ld(&c.init_failures),
+            create_calls: ld(&c.create_calls),
+            create_failures: ld(&c.create_failures),
+            destroy_calls: ld(&c.destroy_calls),
+            ah_hits: ld(&c.create_calls).saturating_sub(ld(&c.create_failures)).saturating_sub(t.creates),
+            kernel_ahs_created: t.creates,
+            kernel_ahs_destroyed: t.destroys,
+            kernel_ahs_live: t.live,
+            ahs_outstanding: outstanding,
+            events: ld(&c.events),
+            refreshes: ld(&c.refreshes),
+            refresh_failures: ld(&c.refresh_failures),
+            gid_generation: self.with_gids_read(|g| g.generation()),
+        }
+    }
+
+    /// Destroys every cached AH. `EBUSY` (and nothing destroyed) while AHs
+    /// handed out have not been given back.
+    pub fn close(&self) -> Result<(), i32> {
+        if !lock(&self.handles).is_empty() {
+            return Err(libc::EBUSY);
+        }
+        self.ahs.retire_all(&self.backend);
+        Ok(())
+    }
+}
+
+/// Both profiles against a snapshot, as the C attribute and 0 / errno.
+pub fn compute(
+    gids: &Gids,
+    port: u8,
+    wc: &IbvWc,
+    area: Option<&Area>,
+    profile: Profile,
+    evidence: Evidence,
+) -> (IbvAhAttr, i32) {
+    match profile {
+        Profile::Libibverbs => match libibverbs::init_ah_from_wc_with(gids, port, wc, area, evidence) {
+            Ok(a) => (a, 0),
+            Err(f) => (f.attr, f.error.errno()),
+        },
+        Profile::Kernel => {
+            // The userspace completion carries no VLAN nor network type: the
+            // kernel's flags are IB_WC_GRH alone (the same bit 0).
+            let kwc = KernelWc {
+                wc_flags: wc.wc_flags & udah_core::ah::IB_WC_GRH,
+                slid: u32::from(wc.slid),
+                sl: wc.sl,
+                dlid_path_bits: wc.dlid_path_bits,
+                src_qp: wc.src_qp,
+                pkey_index: wc.pkey_index,
+                ..KernelWc::default()
+            };
+            match kernel::init_ah_attr_from_wc_with(gids, &kwc, area, evidence) {
+                Ok(a) => match a.to_ah_attr(0xff) {
+                    Ok(attr) => (IbvAhAttr::from(&attr), 0),
+                    Err(_) => (IbvAhAttr::default(), libc::EINVAL),
+                },
+                Err(f) => {
+                    let attr = f.attr.to_ah_attr(0xff).map(|a| IbvAhAttr::from(&a)).unwrap_or_default();
+                    (attr, f.error.errno())
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::AtomicUsize;
+
+    static CREATED: AtomicUsize = AtomicUsize::new(0);
+    static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+
+    /// A fake `ibv_create_ah`: a fresh heap address per AH.
+    unsafe extern "C" fn fake_create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+        CREATED.fetch_add(1, Ordering::SeqCst);
+        Box::into_raw(Box::new(0u64)).cast()
+    }
+
+    unsafe extern "C" fn fake_destroy(ah: *mut ibv_ah) -> i32 {
+        DESTROYED.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: every AH comes from `fake_create`'s `Box<u64>`.
+        drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
+        0
+    }
+
+    fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
+        let mut a = [0u8; 40];
+        let h = [0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0];
+        a[20..32].copy_from_slice(&h);
+        a[32..36].copy_from_slice(&src);
+        a[36..40].copy_from_slice(&dst);
+        a
+    }
+
+    #[test]
+    fn identical_completions_share_one_ah_until_the_last_reference() {
+        let local = [192, 168, 1, 10];
+        let gids =
+            gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+                .unwrap();
+        let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+        let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+        // SAFETY: the fake verbs never dereference `pd`.
+        let r = unsafe { Responder::from_gids(gids, pd, verbs) };
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let a = v4_area([192, 168, 1, 20], local);
+        let b = v4_area([192, 168, 1, 21], local);
+
+        let ah1 = r.create_ah_from_wc(&wc, &a).unwrap();
+        let ah2 = r.create_ah_from_wc(&wc, &a).unwrap();
+        let ah3 = r.create_ah_from_wc(&wc, &b).unwrap();
+        assert_eq!(ah1, ah2);
+        assert_ne!(ah1, ah3);
+        let s = r.stats();
+        assert_eq!((s.create_calls, s.kernel_ahs_created, s.ah_hits, s.ahs_outstanding), (3, 2, 1, 3));
+
+        // Not ours: refused, nothing released.
+        assert_eq!(r.destroy_ah(AhPtr(8)), Err(libc::EINVAL));
+        assert_eq!(r.close(), Err(libc::EBUSY));
+        r.destroy_ah(ah1).unwrap();
+        r.destroy_ah(ah2).unwrap();
+        assert_eq!(r.destroy_ah(ah2), Err(libc::EINVAL), "given back more often than handed out");
+        r.destroy_ah(ah3).unwrap();
+        assert_eq!(r.stats().ahs_outstanding, 0);
+        // Cached until the responder closes: then every kernel AH is gone.
+        r.close().unwrap();
+        let s = r.stats();
+        assert_eq!((s.kernel_ahs_created, s.kernel_ahs_destroyed, s.kernel_ahs_live), (2, 2, 0));
+        assert!(CREATED.load(Ordering::SeqCst) >= 2 && DESTROYED.load(Ordering::SeqCst) >= 2);
+    }
+
+    fn v4_responder(local: [u8; 4]) -> Responder {
+        let gids =
+            gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+                .unwrap();
+        let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+        // SAFETY: the fake verbs never dereference `pd`.
+        unsafe { Responder::from_gids(gids, pd, Verbs { create_ah: fake_create, destroy_ah: fake_destroy }) }
+    }
+
+    #[test]
+    fn threads_share_one_ah_and_give_every_reference_back() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let a = v4_area([10, 0, 0, 2], local);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        let ah = r.create_ah_from_wc(&wc, &a).unwrap();
+                        let again = r.create_ah_from_wc(&wc, &a).unwrap();
+                        assert_eq!(ah, again);
+                        r.destroy_ah(again).unwrap();
+                        r.destroy_ah(ah).unwrap();
+                    }
+                });
+            }
+        });
+        let s = r.stats();
+        assert_eq!((s.create_calls, s.create_failures, s.ahs_outstanding), (4000, 0, 0));
+        assert_eq!(s.kernel_ahs_created, 1, "one kernel AH for one peer: {s:?}");
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn kernel_profile_through_the_c_attribute() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let a = v4_area([10, 0, 0, 2], local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, sl: 2, ..IbvWc::default() };
+        let (attr, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Kernel, Evidence::None);
+        assert_eq!(e, 0);
+        assert_eq!((attr.grh.sgid_index, attr.grh.hop_limit, attr.is_global, attr.sl), (3, 0xff, 1, 2));
+        assert_eq!(attr.grh.dgid, Gid::from_ipv4([10, 0, 0, 2]).0);
+        // The libibverbs profile copies the received TTL instead.
+        let (attr, _) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
+        assert_eq!(attr.grh.hop_limit, 64);
+        // A RoCE completion without IB_WC_GRH: the kernel refuses it.
+        let (_, e) = r.init_ah_from_wc(&IbvWc::default(), Some(&a), Profile::Kernel, Evidence::None);
+        assert_eq!(e, libc::EPROTOTYPE);
+        // Evidence that contradicts the bytes.
+        let ev = Evidence::NetworkType(udah_core::wire::NetworkType::Ipv6);
+        let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, ev);
+        assert_eq!(e, libc::EPROTO);
+    }
+
+    #[test]
+    fn failures_keep_the_c_attribute_and_errno() {
+        let gids = gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap();
+        // SAFETY: no PD.
+        let r = unsafe { Responder::from_gids(gids, core::ptr::null_mut(), Verbs::libibverbs()) };
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let a = v4_area([10, 0, 0, 2], [10, 0, 0, 1]);
+        let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
+        assert_eq!(e, libc::EINVAL);
+        let (attr, e) = r.init_ah_from_wc(&wc, None, Profile::Libibverbs, Evidence::None);
+        assert_eq!((attr, e), (IbvAhAttr::default(), libc::EFAULT));
+        // The GID is not found: no AH, and the failure is counted.
+        assert_eq!(r.create_ah_from_wc(&wc, &a), Err(AhFailure::Attr(libc::EINVAL)));
+        assert_eq!(r.stats().create_failures, 1);
+        assert_eq!(r.refresh(), Err(libc::EOPNOTSUPP));
+        assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(1)), Err(libc::EOPNOTSUPP));
+        assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(2)), Ok(false));
+        assert_eq!(gids_from_list(1, LinkLayer::Ethernet, 2000, []).unwrap_err(), Errno(libc::E2BIG));
+    }
+}

@@ -1,0 +1,575 @@
+//! # udah's C ABI
+//!
+//! `libudah.so` / `libudah.a` and `include/udah.h` (generated from this file
+//! with cbindgen; `tests/header.rs` fails when the checked-in header is
+//! stale). The API takes libibverbs' own structs (`struct ibv_wc`,
+//! `struct ibv_grh`, `struct ibv_ah_attr`, `struct ibv_pd`, `struct ibv_ah`,
+//! from `<infiniband/verbs.h>`) and follows libibverbs' conventions: `0` /
+//! `-1` with `errno`, or a pointer / `NULL` with `errno`.
+//!
+//! ```c
+//! struct udah_responder *r = udah_responder_open(ctx, port, pd);
+//! struct ibv_ah *ah = udah_create_ah_from_wc(r, &wc, grh);   /* deduplicated */
+//! ...
+//! udah_destroy_ah(r, ah);                                     /* drops a reference */
+//! udah_responder_destroy(r);
+//! ```
+//!
+//! Every entry point is thread safe and catches any panic at the boundary
+//! (reported as `EIO`); no panic crosses into C.
+//!
+//! The crate's Rust items other than the `udah_*` functions are for
+//! `libudah-preload.so` and the tests (`#[doc(hidden)]`).
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![allow(non_camel_case_types)]
+
+use core::ffi::c_int;
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
+
+use udah_core::ah::{IbvAhAttr, IbvWc, Profile};
+use udah_core::wire::{Evidence, Gid, NetworkType};
+use udah_core::{GidEntry, GidType, LinkLayer};
+
+#[doc(hidden)]
+pub mod engine;
+#[doc(hidden)]
+pub mod ffi;
+
+use engine::{AhFailure, AhPtr, Responder, Verbs};
+use ffi::{ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_gid_entry, ibv_grh, ibv_pd, ibv_wc};
+
+/// Profile: libibverbs' `ibv_init_ah_from_wc` (rdma-core 44), bit-exact.
+pub const UDAH_PROFILE_LIBIBVERBS: u32 = 0;
+/// Profile: the Linux kernel's `ib_init_ah_attr_from_wc` (exact GID types;
+/// the route hop limit is left to the kernel at create time and reads 255).
+pub const UDAH_PROFILE_KERNEL: u32 = 1;
+
+/// Evidence: none; the profile's own header heuristic (bit-exact).
+pub const UDAH_EVIDENCE_NONE: u32 = 0;
+/// Evidence: the packet is known to be an InfiniBand GRH.
+pub const UDAH_EVIDENCE_IB: u32 = 1;
+/// Evidence: the packet is known to be RoCE v1.
+pub const UDAH_EVIDENCE_ROCE_V1: u32 = 2;
+/// Evidence: the packet is known to be RoCE v2 over IPv4.
+pub const UDAH_EVIDENCE_IPV4: u32 = 3;
+/// Evidence: the packet is known to be RoCE v2 over IPv6.
+pub const UDAH_EVIDENCE_IPV6: u32 = 4;
+
+/// A responder: one port's GID-table snapshot, the AH profiles, and a
+/// deduplicating cache of AHs on one protection domain. Opaque; thread safe.
+#[derive(Debug)]
+pub struct udah_responder(Responder);
+
+/// Counters of a responder (`udah_responder_stats`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct udah_stats {
+    /// `udah_init_ah_from_wc` calls.
+    pub init_calls: u64,
+    /// Of which returned -1.
+    pub init_failures: u64,
+    /// AH requests (`udah_create_ah_from_wc`, `udah_create_ah`, batch entries).
+    pub create_calls: u64,
+    /// Of which returned NULL.
+    pub create_failures: u64,
+    /// `udah_destroy_ah` calls.
+    pub destroy_calls: u64,
+    /// AH requests served by an AH that already existed (shared).
+    pub ah_hits: u64,
+    /// Kernel AHs created (`ibv_create_ah`).
+    pub kernel_ahs_created: u64,
+    /// Kernel AHs destroyed.
+    pub kernel_ahs_destroyed: u64,
+    /// Kernel AHs alive now (handed out, or cached for reuse).
+    pub kernel_ahs_live: u64,
+    /// AH references handed out and not yet given back.
+    pub ahs_outstanding: u64,
+    /// Asynchronous events passed to `udah_handle_async_event`.
+    pub events: u64,
+    /// GID-table snapshots re-read.
+    pub refreshes: u64,
+    /// Re-reads that failed (the previous snapshot stays in use).
+    pub refresh_failures: u64,
+    /// Generation of the snapshot in use (1 for the first).
+    pub gid_generation: u64,
+}
+
+fn set_errno(e: i32) {
+    // SAFETY: `__errno_location` has no preconditions.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: it returns the calling thread's errno slot, valid for writes
+    // for the thread's lifetime.
+    unsafe { slot.write(e) };
+}
+
+/// Runs `f`, turning a panic into `fail` with `errno = EIO`.
+fn guard<R>(fail: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        set_errno(libc::EIO);
+        fail
+    })
+}
+
+fn fail_int(e: i32) -> c_int {
+    set_errno(e);
+    -1
+}
+
+fn fail_null<T>(e: i32) -> *mut T {
+    set_errno(e);
+    core::ptr::null_mut()
+}
+
+/// The core's completion from `struct ibv_wc`.
+#[doc(hidden)]
+pub fn wc_from_c(wc: &ibv_wc) -> IbvWc {
+    IbvWc {
+        wc_flags: wc.wc_flags,
+        slid: wc.slid,
+        sl: wc.sl,
+        dlid_path_bits: wc.dlid_path_bits,
+        src_qp: wc.src_qp,
+        pkey_index: wc.pkey_index,
+    }
+}
+
+fn evidence_from(e: u32) -> Option<Evidence> {
+    Some(match e {
+        UDAH_EVIDENCE_NONE => Evidence::None,
+        UDAH_EVIDENCE_IB => Evidence::NetworkType(NetworkType::Ib),
+        UDAH_EVIDENCE_ROCE_V1 => Evidence::NetworkType(NetworkType::RoceV1),
+        UDAH_EVIDENCE_IPV4 => Evidence::NetworkType(NetworkType::Ipv4),
+        UDAH_EVIDENCE_IPV6 => Evidence::NetworkType(NetworkType::Ipv6),
+        _ => return None,
+    })
+}
+
+/// `p` as a reference, `None` when NULL.
+///
+/// # Safety
+/// `p` must be NULL or valid for reads of a `T` for `'a`.
+unsafe fn opt<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: forwarded contract.
+    unsafe { p.as_ref() }
+}
+
+/// The responder behind `r`, `None` when NULL.
+///
+/// # Safety
+/// `r` must be NULL or a live responder for `'a`.
+unsafe fn resp<'a>(r: *const udah_responder) -> Option<&'a Responder> {
+    // SAFETY: forwarded contract.
+    unsafe { opt(r) }.map(|r| &r.0)
+}
+
+/// Boxes a responder for C.
+fn into_c(r: Responder) -> *mut udah_responder {
+    Box::into_raw(Box::new(udah_responder(r)))
+}
+
+/// Creates a responder for port `port_num` of the application's context
+/// `context`, whose AHs are created on `pd` (the PD of the QP that sends
+/// with them; may be NULL to only compute attributes). Both are borrowed:
+/// udah never closes or frees them, and they must outlive the responder.
+/// Reads the port's GID table once (`ibv_query_port`, then one
+/// `ibv_query_gid_ex` per slot); pass every `ibv_async_event` to
+/// `udah_handle_async_event` so that it is re-read on a change.
+///
+/// Returns NULL with errno: `EINVAL` (NULL context), `E2BIG` (more than 1024
+/// GID slots), or the errno of the failed query.
+///
+/// # Safety
+/// `context` must be a live `ibv_context` and `pd` NULL or a live PD of it,
+/// both outliving the responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_open(
+    context: *mut ibv_context,
+    port_num: u8,
+    pd: *mut ibv_pd,
+) -> *mut udah_responder {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        match unsafe { Responder::open(context, port_num, pd, Verbs::libibverbs()) } {
+            Ok(r) => into_c(r),
+            Err(e) => fail_null(e.0),
+        }
+    })
+}
+
+/// Creates a responder from an explicit GID table (for tests, or a caller
+/// with its own GID source): port `port_num`, `link_layer` as
+/// `enum ibv_port_link_layer` (`IBV_LINK_LAYER_ETHERNET` or InfiniBand),
+/// `gid_tbl_len` slots of which the `n_gids` entries of `gids` are the valid
+/// ones (`gid_index` and `gid_type` are read; every other slot is empty).
+/// `pd` may be NULL (attributes only). `udah_handle_async_event` cannot
+/// refresh such a responder (`EOPNOTSUPP`).
+///
+/// Returns NULL with errno: `EINVAL` (NULL `gids` with `n_gids` > 0, an index
+/// at or above `gid_tbl_len`, an unknown type, a zero GID), `EEXIST` (an index
+/// twice), `E2BIG` (`gid_tbl_len` above 1024).
+///
+/// # Safety
+/// `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
+/// `pd` must be NULL or a live PD that outlives the responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_from_gids(
+    port_num: u8,
+    link_layer: u8,
+    gid_tbl_len: u32,
+    gids: *const ibv_gid_entry,
+    n_gids: usize,
+    pd: *mut ibv_pd,
+) -> *mut udah_responder {
+    guard(core::ptr::null_mut(), || {
+        let list: &[ibv_gid_entry] = if n_gids == 0 {
+            &[]
+        } else if gids.is_null() {
+            return fail_null(libc::EINVAL);
+        } else {
+            // SAFETY: `gids` points to `n_gids` entries (the contract).
+            unsafe { core::slice::from_raw_parts(gids, n_gids) }
+        };
+        let mut entries = Vec::with_capacity(list.len());
+        for g in list {
+            let Some(ty) = GidType::from_raw(g.gid_type) else { return fail_null(libc::EINVAL) };
+            entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
+        }
+        let ll = if link_layer == 2 { LinkLayer::Ethernet } else { LinkLayer::Infiniband };
+        match engine::gids_from_list(port_num, ll, gid_tbl_len, entries) {
+            // SAFETY: forwarded contract on `pd`.
+            Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
+            Err(e) => fail_null(e.0),
+        }
+    })
+}
+
+/// Destroys a responder and every AH it still caches. Returns -1 with
+/// `EBUSY` (and destroys nothing) while AHs it handed out have not been
+/// given back with `udah_destroy_ah`, `EINVAL` for NULL.
+///
+/// # Safety
+/// `r` must be NULL or a responder not yet destroyed, used by no other thread
+/// during the call nor afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_destroy(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        if let Err(e) = resp.close() {
+            return fail_int(e);
+        }
+        // SAFETY: `r` came from `Box::into_raw` and is not used again.
+        drop(unsafe { Box::from_raw(r) });
+        0
+    })
+}
+
+/// `ibv_init_ah_from_wc` for the responder's port: fills `ah_attr` from the
+/// completion `wc` and the 40 bytes `grh` in front of its payload. With
+/// `UDAH_PROFILE_LIBIBVERBS` and `UDAH_EVIDENCE_NONE` the result is
+/// bit-exact with libibverbs 44, including what it leaves in `ah_attr` on
+/// failure, in a few nanoseconds instead of two system calls per GID slot.
+/// `UDAH_PROFILE_KERNEL` reproduces the kernel's rules instead; an
+/// `UDAH_EVIDENCE_*` other than NONE gives the header type and replaces the
+/// heuristic.
+///
+/// Returns 0, or -1 with errno: `EINVAL` (multicast destination, local GID
+/// not found, bad argument), `EPROTONOSUPPORT` (no IPv4/IPv6/GRH header,
+/// unknown next header), `EPROTO` (evidence contradicts the header),
+/// `ENOENT`, `EPROTOTYPE` or `ENODATA` (kernel profile), `EFAULT` (NULL
+/// `grh`: libibverbs would crash; `ah_attr` is zeroed).
+///
+/// # Safety
+/// `r` must be a live responder; `wc`, `grh` (or NULL) and `ah_attr` must be
+/// valid for reads / writes of their structs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_init_ah_from_wc(
+    r: *mut udah_responder,
+    wc: *const ibv_wc,
+    grh: *const ibv_grh,
+    profile: u32,
+    evidence: u32,
+    ah_attr: *mut ibv_ah_attr,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` and `wc` are NULL or valid (the contract).
+        let (Some(resp), Some(wc)) = (unsafe { resp(r) }, unsafe { opt(wc) }) else { return fail_int(libc::EINVAL) };
+        if ah_attr.is_null() {
+            return fail_int(libc::EINVAL);
+        }
+        let profile = match profile {
+            UDAH_PROFILE_LIBIBVERBS => Profile::Libibverbs,
+            UDAH_PROFILE_KERNEL => Profile::Kernel,
+            _ => return fail_int(libc::EINVAL),
+        };
+        let Some(evidence) = evidence_from(evidence) else { return fail_int(libc::EINVAL) };
+        // SAFETY: `grh` is NULL or valid for reads (the contract).
+        let area = unsafe { opt(grh) }.map(|g| &g.bytes);
+        let (attr, err) = resp.init_ah_from_wc(&wc_from_c(wc), area, profile, evidence);
+        // SAFETY: `ah_attr` is valid for writes of the 32-byte struct.
+        unsafe { ah_attr.write(ibv_ah_attr { attr }) };
+        if err == 0 { 0 } else { fail_int(err) }
+    })
+}
+
+fn ah_result(r: Result<AhPtr, AhFailure>) -> *mut ibv_ah {
+    match r {
+        Ok(ah) => ah.ptr(),
+        Err(e) => fail_null(e.errno()),
+    }
+}
+
+/// `ibv_create_ah_from_wc` on the responder's PD, deduplicated: the
+/// attribute is computed as `udah_init_ah_from_wc` does (libibverbs profile),
+/// and completions that give the same attribute share one kernel AH
+/// (`ibv_create_ah` once; later calls take a reference, without a system
+/// call). Every AH returned must be given back with `udah_destroy_ah` (not
+/// `ibv_destroy_ah`), once per return.
+///
+/// Returns NULL with errno: as `udah_init_ah_from_wc`, `EINVAL` also for a
+/// responder without PD or an SL above 15, `ENOMEM` (cache full of AHs in
+/// use), or `ibv_create_ah`'s errno.
+///
+/// # Safety
+/// `r` must be a live responder; `wc` and `grh` must be valid for reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_create_ah_from_wc(
+    r: *mut udah_responder,
+    wc: *const ibv_wc,
+    grh: *const ibv_grh,
+) -> *mut ibv_ah {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: `r` and `wc` are NULL or valid (the contract).
+        let (Some(resp), Some(wc)) = (unsafe { resp(r) }, unsafe { opt(wc) }) else { return fail_null(libc::EINVAL) };
+        // SAFETY: `grh` is NULL or valid for reads (the contract).
+        let Some(grh) = (unsafe { opt(grh) }) else { return fail_null(libc::EFAULT) };
+        ah_result(resp.create_ah_from_wc(&wc_from_c(wc), &grh.bytes))
+    })
+}
+
+/// `ibv_create_ah` on the responder's PD, deduplicated like
+/// `udah_create_ah_from_wc` (for attributes from the kernel profile or the
+/// application). Give it back with `udah_destroy_ah`.
+///
+/// # Safety
+/// `r` must be a live responder; `ah_attr` must be valid for reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_create_ah(r: *mut udah_responder, ah_attr: *const ibv_ah_attr) -> *mut ibv_ah {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: `r` and `ah_attr` are NULL or valid (the contract).
+        let (Some(resp), Some(attr)) = (unsafe { resp(r) }, unsafe { opt(ah_attr) }) else {
+            return fail_null(libc::EINVAL);
+        };
+        let attr: IbvAhAttr = attr.attr;
+        ah_result(resp.create_ah(&attr))
+    })
+}
+
+/// Gives back one reference to an AH from `udah_create_ah_from_wc`,
+/// `udah_create_ah` or `udah_create_ah_batch`. The kernel AH stays cached for
+/// reuse while the responder lives (destroyed with it, or when its GID
+/// changes), so destroy the responder before deallocating its PD.
+///
+/// Returns 0, or -1 with `EINVAL` for an AH this responder did not hand out
+/// (or has already been given back as many times as it was handed out).
+///
+/// # Safety
+/// `r` must be a live responder. `ah` is only compared, never dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_destroy_ah(r: *mut udah_responder, ah: *mut ibv_ah) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        if ah.is_null() {
+            return fail_int(libc::EINVAL);
+        }
+        match resp.destroy_ah(AhPtr(ah.expose_provenance() as u64)) {
+            Ok(()) => 0,
+            Err(e) => fail_int(e),
+        }
+    })
+}
+
+/// `udah_create_ah_from_wc` for a polled CQ array: `wcs[i]` with the 40
+/// bytes at `grhs[i]`, for i < `n`. `ahs[i]` receives the AH or NULL; when
+/// `errnos` is not NULL, `errnos[i]` receives 0 or the errno of entry i.
+/// Completions whose status is not `IBV_WC_SUCCESS` get NULL and `EINVAL`.
+///
+/// Returns the number of AHs created (give each back with
+/// `udah_destroy_ah`), or -1 with `EINVAL` for a NULL array or a negative
+/// `n`.
+///
+/// # Safety
+/// `r` must be a live responder; `wcs`, `grhs` and `ahs` (and `errnos` when
+/// not NULL) must hold `n` elements; each `grhs[i]` must be valid for reads
+/// (or NULL, which gives `EFAULT` for that entry).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_create_ah_batch(
+    r: *mut udah_responder,
+    wcs: *const ibv_wc,
+    grhs: *const *const ibv_grh,
+    n: c_int,
+    ahs: *mut *mut ibv_ah,
+    errnos: *mut c_int,
+) -> c_int {
+    guard(-1, || {
+        let Ok(n) = usize::try_from(n) else { return fail_int(libc::EINVAL) };
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        if wcs.is_null() || grhs.is_null() || ahs.is_null() {
+            return fail_int(libc::EINVAL);
+        }
+        // SAFETY: non-null, and the array holds `n` elements (the contract).
+        let wcs = unsafe { core::slice::from_raw_parts(wcs, n) };
+        // SAFETY: as for `wcs`.
+        let grhs = unsafe { core::slice::from_raw_parts(grhs, n) };
+        // SAFETY: as for `wcs`, valid for writes, and aliasing neither.
+        let out = unsafe { core::slice::from_raw_parts_mut(ahs, n) };
+        let mut made = 0;
+        for i in 0..n {
+            let (Some(wc), Some(g), Some(slot)) = (wcs.get(i), grhs.get(i), out.get_mut(i)) else { break };
+            let res = if wc.status != 0 {
+                Err(AhFailure::Attr(libc::EINVAL))
+            } else {
+                // SAFETY: each `grhs[i]` is NULL or valid for reads.
+                match unsafe { opt(*g) } {
+                    Some(g) => resp.create_ah_from_wc(&wc_from_c(wc), &g.bytes),
+                    None => Err(AhFailure::Attr(libc::EFAULT)),
+                }
+            };
+            let (ah, e) = match res {
+                Ok(ah) => {
+                    made += 1;
+                    (ah.ptr(), 0)
+                }
+                Err(e) => (core::ptr::null_mut(), e.errno()),
+            };
+            *slot = ah;
+            if !errnos.is_null() {
+                // SAFETY: `errnos` holds `n` elements and `i < n`.
+                let p = unsafe { errnos.add(i) };
+                // SAFETY: in bounds of the caller's array, valid for writes.
+                unsafe { p.write(e) };
+            }
+        }
+        made
+    })
+}
+
+/// Tells the responder about an asynchronous event the application read
+/// with `ibv_get_async_event` (call it before `ibv_ack_async_event`). On
+/// `IBV_EVENT_GID_CHANGE`, a port, LID, P_Key or SM event, or a client
+/// re-register, of the responder's port, the GID table is re-read and AHs
+/// built on a changed entry are retired (new requests get fresh AHs; AHs
+/// already handed out stay valid until given back).
+///
+/// Returns 1 when the snapshot was re-read, 0 when the event does not
+/// concern it, or -1 with errno (`EOPNOTSUPP` for a responder made with
+/// `udah_responder_from_gids`, or the failed query's errno; the previous
+/// snapshot then stays in use).
+///
+/// # Safety
+/// `r` must be a live responder and `event` valid for reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_handle_async_event(r: *mut udah_responder, event: *const ibv_async_event) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` and `event` are NULL or valid (the contract).
+        let (Some(resp), Some(&ev)) = (unsafe { resp(r) }, unsafe { opt(event) }) else {
+            return fail_int(libc::EINVAL);
+        };
+        let is_port_event = matches!(
+            ev.event_type,
+            ffi::IBV_EVENT_PORT_ACTIVE
+                | ffi::IBV_EVENT_PORT_ERR
+                | ffi::IBV_EVENT_LID_CHANGE
+                | ffi::IBV_EVENT_PKEY_CHANGE
+                | ffi::IBV_EVENT_SM_CHANGE
+                | ffi::IBV_EVENT_CLIENT_REREGISTER
+                | ffi::IBV_EVENT_GID_CHANGE
+        );
+        // SAFETY: for port events libibverbs fills `element.port_num`; the
+        // union's every bit pattern is a valid `i32`.
+        let raw_port = unsafe { ev.element.port_num };
+        let port = is_port_event.then_some(raw_port);
+        match resp.handle_event(ev.event_type, port) {
+            Ok(refreshed) => c_int::from(refreshed),
+            Err(e) => fail_int(e),
+        }
+    })
+}
+
+/// Re-reads the GID table now (what `udah_handle_async_event` does on a GID
+/// change). Returns 0, or -1 with errno as `udah_handle_async_event`.
+///
+/// # Safety
+/// `r` must be a live responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_refresh(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        match resp.refresh() {
+            Ok(()) => 0,
+            Err(e) => fail_int(e),
+        }
+    })
+}
+
+/// Copies the responder's counters into `stats`. Returns 0, or -1 with
+/// `EINVAL` for a NULL argument.
+///
+/// # Safety
+/// `r` must be a live responder and `stats` valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *mut udah_stats) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        if stats.is_null() {
+            return fail_int(libc::EINVAL);
+        }
+        let s = resp.stats();
+        let c = udah_stats {
+            init_calls: s.init_calls,
+            init_failures: s.init_failures,
+            create_calls: s.create_calls,
+            create_failures: s.create_failures,
+            destroy_calls: s.destroy_calls,
+            ah_hits: s.ah_hits,
+            kernel_ahs_created: s.kernel_ahs_created,
+            kernel_ahs_destroyed: s.kernel_ahs_destroyed,
+            kernel_ahs_live: s.kernel_ahs_live,
+            ahs_outstanding: s.ahs_outstanding,
+            events: s.events,
+            refreshes: s.refreshes,
+            refresh_failures: s.refresh_failures,
+            gid_generation: s.gid_generation,
+        };
+        // SAFETY: `stats` is valid for writes (the contract).
+        unsafe { stats.write(c) };
+        0
+    })
+}
+
+/// The library version, `"MAJOR.MINOR.PATCH"` (static storage).
+#[unsafe(no_mangle)]
+pub extern "C" fn udah_version() -> *const core::ffi::c_char {
+    c"0.1.0".as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_matches_the_crate() {
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { core::ffi::CStr::from_ptr(udah_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}
