@@ -282,6 +282,11 @@ pub enum VerbsError {
     },
     /// An AH token that this backend did not create, or already destroyed.
     UnknownAh(u64),
+    /// Every preallocated AH slot of the backend holds a live AH.
+    AhSlotsFull {
+        /// The slot count.
+        capacity: usize,
+    },
     /// A buffer range outside a memory region.
     OutOfBounds {
         /// The offset asked for.
@@ -392,6 +397,9 @@ impl fmt::Display for VerbsError {
             }
             VerbsError::UnknownLinkLayer { port, raw } => write!(f, "port {port}: unknown link layer {raw}"),
             VerbsError::UnknownAh(t) => write!(f, "AH token {t:#x} is not a live AH of this backend"),
+            VerbsError::AhSlotsFull { capacity } => {
+                write!(f, "all {capacity} AH slots of the backend hold live AHs (destroy some first)")
+            }
             VerbsError::OutOfBounds { offset, len, size } => {
                 write!(f, "range {offset}..{offset}+{len} is outside the {size}-byte memory region")
             }
@@ -411,7 +419,7 @@ impl Error for VerbsError {
             | VerbsError::PortNotFound { .. }
             | VerbsError::GidNotFound { .. } => ErrorKind::NotFound,
             VerbsError::PortDown { .. } => ErrorKind::Unreachable,
-            VerbsError::GidTableTooLarge { .. } => ErrorKind::OutOfResources,
+            VerbsError::GidTableTooLarge { .. } | VerbsError::AhSlotsFull { .. } => ErrorKind::OutOfResources,
             VerbsError::UnknownLinkLayer { .. } => ErrorKind::Unsupported,
             VerbsError::UnknownAh(_) | VerbsError::OutOfBounds { .. } => ErrorKind::InvalidArgument,
             VerbsError::Verb(v) => errno::kind(v.errno),

@@ -1,9 +1,9 @@
 //! [`IbverbsHal`]: the core's [`Hal`] over one device, with GID-table
 //! snapshots kept current by an asynchronous-event listener.
 
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -13,12 +13,20 @@ use udah_core::{GidTable, LinkLayer};
 
 use crate::enums::EventType;
 use crate::error::VerbsError;
+use crate::ffi::ibv_ah;
 use crate::gid::{PortGids, fill_table, read_port_gids};
+use crate::slots::{AhSlots, SlotError};
 use crate::verbs::{AddressHandle, Context, DeviceList, Pd, PortAttr, Segment, UdDest, UdQp};
 
-/// An AH created by [`IbverbsHal::create_ah`], as a token (the `ibv_ah`
-/// address). The backend keeps the AH itself; a token that is not live is
-/// refused ([`VerbsError::UnknownAh`]), never dereferenced.
+/// The most AH slots a backend preallocates (16 bytes each): the device's
+/// `max_ah`, capped at this.
+pub const MAX_AH_SLOTS: usize = 1 << 16;
+
+/// An AH created by [`IbverbsHal::create_ah`], as a token: a slot index and
+/// the slot's generation in the backend's preallocated AH array. The
+/// backend keeps the `ibv_ah` itself; a token that is not live (destroyed,
+/// stale, or made up) is refused ([`VerbsError::UnknownAh`]), never
+/// dereferenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VerbsAh(u64);
 
@@ -142,13 +150,27 @@ pub struct HalStats {
 ///   the AH table retires AHs built against the old one. Without the
 ///   listener the snapshot is read once and kept until
 ///   [`refresh`](IbverbsHal::refresh);
-/// * AHs live in the backend, keyed by [`VerbsAh`] tokens; those still alive
-///   when the backend is dropped are destroyed then.
+/// * AHs live in the backend, in a preallocated slot array
+///   ([`ah_capacity`](IbverbsHal::ah_capacity) slots), named by
+///   [`VerbsAh`] tokens; those still alive when the backend is dropped are
+///   destroyed then.
+///
+/// # No lock on the send path
+///
+/// [`post_send`](IbverbsHal::post_send) turns its token back into the
+/// `ibv_ah` with one compare-and-swap on the token's slot (checking it is
+/// live and pinning it) and one atomic decrement after the post: no lock,
+/// and senders on any AHs run in parallel. [`Hal::create_ah`] claims a free
+/// slot by compare-and-swap and runs `ibv_create_ah` outside any lock;
+/// [`Hal::destroy_ah`] unpublishes the slot, waits for the senders already
+/// inside it (one post each), then runs `ibv_destroy_ah`. A full slot array
+/// is [`VerbsError::AhSlotsFull`] (kind `OutOfResources`: the AH table
+/// evicts and retries).
 #[derive(Debug)]
 pub struct IbverbsHal {
     shared: Arc<Shared>,
     pd: Pd,
-    ahs: Mutex<HashMap<u64, AddressHandle>>,
+    ahs: AhSlots<ibv_ah>,
     listener: Mutex<Option<Listener>>,
 }
 
@@ -189,6 +211,8 @@ impl IbverbsHal {
             ports.push(PortCache { port, generation: AtomicU64::new(1), snapshot: Mutex::new(None) });
         }
         let pd = ctx.alloc_pd()?;
+        let slots = usize::try_from(dev.max_ah).unwrap_or(0);
+        let slots = if slots == 0 { MAX_AH_SLOTS } else { slots.min(MAX_AH_SLOTS) };
         let shared = Arc::new(Shared {
             ctx,
             ports,
@@ -197,7 +221,7 @@ impl IbverbsHal {
             refreshes: AtomicU64::new(0),
             listener_errors: AtomicU64::new(0),
         });
-        Ok(IbverbsHal { shared, pd, ahs: Mutex::new(HashMap::new()), listener: Mutex::new(None) })
+        Ok(IbverbsHal { shared, pd, ahs: AhSlots::new(slots), listener: Mutex::new(None) })
     }
 
     /// The device name.
@@ -289,15 +313,23 @@ impl IbverbsHal {
     /// Counters.
     pub fn stats(&self) -> HalStats {
         HalStats {
-            live_ahs: lock(&self.ahs).len(),
+            live_ahs: self.ahs.live(),
             events: self.shared.events.load(Ordering::Relaxed),
             refreshes: self.shared.refreshes.load(Ordering::Relaxed),
             listener_errors: self.shared.listener_errors.load(Ordering::Relaxed),
         }
     }
 
-    /// Posts a UD send through a live AH of this backend (the AH cannot be
-    /// destroyed during the call).
+    /// How many AHs can be alive at once (the preallocated slots).
+    pub fn ah_capacity(&self) -> usize {
+        self.ahs.capacity()
+    }
+
+    /// Posts a UD send through a live AH of this backend, taking no lock
+    /// (the AH cannot be destroyed during the call: a concurrent
+    /// [`Hal::destroy_ah`] of it waits for this post). `qp` must be on this
+    /// backend's PD ([`pd`](Self::pd)).
+    #[allow(unsafe_code)]
     pub fn post_send(
         &self,
         qp: &UdQp,
@@ -306,20 +338,41 @@ impl IbverbsHal {
         seg: Segment<'_>,
         wr_id: u64,
     ) -> Result<(), VerbsError> {
-        let ahs = lock(&self.ahs);
-        let h = ahs.get(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
-        qp.post_send(h, dest, seg, wr_id)
+        self.ahs
+            .with(ah.0, |raw| {
+                // SAFETY: `AhSlots::with` runs this closure only while the
+                // slot is live and pinned: the pointer is an AH created on
+                // this backend's PD by `create_ah`, and `destroy_ah`/`Drop`
+                // wait for the pin to be released before destroying it
+                // (slots.rs, "The slot word").
+                unsafe { qp.post_send_raw(raw, None, dest, seg, wr_id) }
+            })
+            .map_err(|e| slot_error(e, ah.0))?
     }
+}
+
+fn slot_error(e: SlotError, token: u64) -> VerbsError {
+    match e {
+        // `Busy` (2^30 concurrent posts on one AH) cannot happen with real
+        // threads; refusing the token is the safe answer.
+        SlotError::Unknown | SlotError::Busy => VerbsError::UnknownAh(token),
+    }
+}
+
+#[allow(unsafe_code)]
+fn destroy(raw: NonNull<ibv_ah>, pd: &Pd) -> Result<(), VerbsError> {
+    // SAFETY: only `AhSlots::remove` calls this, with the pointer of a slot
+    // it has just unpublished after every sender left it: an AH created on
+    // `pd` by `create_ah` (`into_raw`), destroyed once, used by nobody else.
+    unsafe { AddressHandle::destroy_raw(raw, pd) }
 }
 
 impl Drop for IbverbsHal {
     fn drop(&mut self) {
         drop(lock(&self.listener).take());
-        let ahs: Vec<AddressHandle> = lock(&self.ahs).drain().map(|(_, a)| a).collect();
-        for ah in ahs {
-            // Best effort: a failure is counted by `Drop` of the handle's
-            // explicit twin; nothing to report from a destructor.
-            let _ = ah.destroy();
+        for t in self.ahs.tokens() {
+            // Best effort: nothing to report from a destructor.
+            let _ = self.ahs.remove(t, |raw| destroy(raw, &self.pd));
         }
     }
 }
@@ -360,14 +413,16 @@ impl Hal for IbverbsHal {
     }
 
     fn create_ah(&self, attr: &AhAttr, _l2: Option<&L2Info>) -> Result<VerbsAh, VerbsError> {
-        let ah = AddressHandle::create(&self.pd, attr)?;
-        let token = ah.token();
-        lock(&self.ahs).insert(token, ah);
-        Ok(VerbsAh(token))
+        let capacity = self.ahs.capacity();
+        self.ahs
+            .insert(
+                || AddressHandle::create(&self.pd, attr).map(AddressHandle::into_raw),
+                || VerbsError::AhSlotsFull { capacity },
+            )
+            .map(VerbsAh)
     }
 
     fn destroy_ah(&self, ah: VerbsAh) -> Result<(), VerbsError> {
-        let h = lock(&self.ahs).remove(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
-        h.destroy()
+        self.ahs.remove(ah.0, |raw| destroy(raw, &self.pd)).map_err(|e| slot_error(e, ah.0))?
     }
 }

@@ -825,6 +825,30 @@ impl AddressHandle {
         self.raw.as_ptr() as usize as u64
     }
 
+    /// Gives up ownership: the `ibv_ah` is no longer destroyed by this value
+    /// (nor its PD reference kept). The caller destroys it with
+    /// [`destroy_raw`](Self::destroy_raw) while the PD is alive.
+    pub(crate) fn into_raw(self) -> NonNull<ibv_ah> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this.pd` is read out once and never used again through
+        // `this`, which is not dropped; this releases the PD reference.
+        drop(unsafe { core::ptr::read(&this.pd) });
+        this.raw
+    }
+
+    /// `ibv_destroy_ah` of a pointer from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    ///
+    /// `raw` came from `into_raw` of an AH created on `pd`, has not been
+    /// destroyed yet, and no other thread uses it during or after the call.
+    pub(crate) unsafe fn destroy_raw(raw: NonNull<ibv_ah>, pd: &Pd) -> Result<(), VerbsError> {
+        // SAFETY: the caller guarantees a live AH that nobody else uses; it
+        // is destroyed exactly once, here. Its PD (`pd`) is alive.
+        let ret = unsafe { sys::ibv_destroy_ah(raw.as_ptr()) };
+        check(Op::DestroyAh, ret).map_err(|e| e.on_device(pd.context().name()))
+    }
+
     /// `ibv_destroy_ah`, reporting failure. The AH is gone either way.
     pub fn destroy(self) -> Result<(), VerbsError> {
         let this = ManuallyDrop::new(self);
@@ -982,6 +1006,26 @@ impl UdQp {
 
     /// Posts one signalled UD send of `seg` to `dest` through `ah`.
     pub fn post_send(&self, ah: &AddressHandle, dest: UdDest, seg: Segment<'_>, wr_id: u64) -> Result<(), VerbsError> {
+        // SAFETY: `ah` is borrowed for the call, so it is alive and not
+        // destroyed until the call returns.
+        unsafe { self.post_send_raw(ah.raw, Some(ah.attr.port.get()), dest, seg, wr_id) }
+    }
+
+    /// [`post_send`](Self::post_send) through a bare `ibv_ah` pointer
+    /// (`port` only labels errors).
+    ///
+    /// # Safety
+    ///
+    /// `ah` is a live AH on this QP's PD (or one of the same context) and is
+    /// not destroyed before this call returns.
+    pub(crate) unsafe fn post_send_raw(
+        &self,
+        ah: NonNull<ibv_ah>,
+        port: Option<u8>,
+        dest: UdDest,
+        seg: Segment<'_>,
+        wr_id: u64,
+    ) -> Result<(), VerbsError> {
         let mut sge = seg.sge()?;
         // SAFETY: `ibv_send_wr` is integers, pointers and unions of those;
         // all-zero (NULL pointers) is a valid value.
@@ -991,14 +1035,20 @@ impl UdQp {
         wr.num_sge = 1;
         wr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND;
         wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        wr.wr.ud = sys::ud_t { ah: ah.raw.as_ptr(), remote_qpn: dest.qpn, remote_qkey: dest.qkey };
+        wr.wr.ud = sys::ud_t { ah: ah.as_ptr(), remote_qpn: dest.qpn, remote_qkey: dest.qkey };
         let mut bad: *mut ibv_send_wr = core::ptr::null_mut();
-        // SAFETY: the QP and the AH are alive for the call (borrowed); `wr`
-        // is one valid UD send whose SGE lies inside the registered region;
-        // the provider copies the request (and the AH's address vector)
-        // before returning.
+        // SAFETY: the QP is alive (borrowed) and the AH is alive for the call
+        // (the caller's contract); `wr` is one valid UD send whose SGE lies
+        // inside the registered region; the provider copies the request (and
+        // the AH's address vector) before returning.
         let ret = unsafe { sys::ibv_post_send(self.raw.as_ptr(), &mut wr, &mut bad) };
-        check(Op::PostSend, ret).map_err(|e| e.on_device(self.pd.context().name()).on_port(ah.attr.port.get()))
+        check(Op::PostSend, ret).map_err(|e| {
+            let e = e.on_device(self.pd.context().name());
+            match port {
+                Some(p) => e.on_port(p),
+                None => e,
+            }
+        })
     }
 }
 
