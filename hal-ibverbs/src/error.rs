@@ -282,6 +282,14 @@ pub enum VerbsError {
     },
     /// An AH token that this backend did not create, or already destroyed.
     UnknownAh(u64),
+    /// A borrowed protection domain belongs to another context than the one
+    /// it was passed with.
+    PdContextMismatch {
+        /// The context's device.
+        device: String,
+    },
+    /// A NULL pointer where a live verbs object was required.
+    NullPointer(&'static str),
     /// Every preallocated AH slot of the backend holds a live AH.
     AhSlotsFull {
         /// The slot count.
@@ -397,6 +405,10 @@ impl fmt::Display for VerbsError {
             }
             VerbsError::UnknownLinkLayer { port, raw } => write!(f, "port {port}: unknown link layer {raw}"),
             VerbsError::UnknownAh(t) => write!(f, "AH token {t:#x} is not a live AH of this backend"),
+            VerbsError::PdContextMismatch { device } => {
+                write!(f, "the protection domain was not allocated on this context (device {device})")
+            }
+            VerbsError::NullPointer(what) => write!(f, "{what} is NULL"),
             VerbsError::AhSlotsFull { capacity } => {
                 write!(f, "all {capacity} AH slots of the backend hold live AHs (destroy some first)")
             }
@@ -421,7 +433,10 @@ impl Error for VerbsError {
             VerbsError::PortDown { .. } => ErrorKind::Unreachable,
             VerbsError::GidTableTooLarge { .. } | VerbsError::AhSlotsFull { .. } => ErrorKind::OutOfResources,
             VerbsError::UnknownLinkLayer { .. } => ErrorKind::Unsupported,
-            VerbsError::UnknownAh(_) | VerbsError::OutOfBounds { .. } => ErrorKind::InvalidArgument,
+            VerbsError::UnknownAh(_)
+            | VerbsError::OutOfBounds { .. }
+            | VerbsError::PdContextMismatch { .. }
+            | VerbsError::NullPointer(_) => ErrorKind::InvalidArgument,
             VerbsError::Verb(v) => errno::kind(v.errno),
         }
     }

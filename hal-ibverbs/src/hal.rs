@@ -201,8 +201,62 @@ impl IbverbsHal {
         Ok(hal)
     }
 
-    /// The backend of an open context.
+    /// The backend of an open context, with a protection domain of its own.
     pub fn from_context(ctx: Context) -> Result<IbverbsHal, VerbsError> {
+        let pd = ctx.alloc_pd()?;
+        IbverbsHal::from_parts(ctx, pd)
+    }
+
+    /// The backend of an application's own `ibv_context` and `ibv_pd`,
+    /// borrowed: udah creates its AHs on `pd` (so they can be used by the
+    /// application's QPs on that PD, and udah's QPs on it can use the
+    /// application's AHs) and never closes the context nor deallocates the
+    /// PD. Checks that `pd` belongs to `ctx` and that `port` exists
+    /// ([`VerbsError::PortNotFound`]); the port need not be active. Every
+    /// port of the device is served; `port` is the one the caller means to
+    /// use.
+    ///
+    /// The event listener is not started: the application usually reads the
+    /// context's asynchronous events itself, and should pass each one to
+    /// [`handle_async_event`](Self::handle_async_event) (or call
+    /// [`refresh`](Self::refresh)) so that GID changes reach the snapshot.
+    /// [`start_event_listener`](Self::start_event_listener) on a borrowed
+    /// context takes the events away from the application.
+    ///
+    /// Dropping the backend destroys the AHs it created (on `pd`), nothing
+    /// else of the application's.
+    ///
+    /// # Safety
+    ///
+    /// * `ctx` is NULL or an open `ibv_context`, and `pd` NULL or a live
+    ///   `ibv_pd` (NULL is refused with [`VerbsError::NullPointer`]);
+    /// * both stay valid until this backend and every object obtained
+    ///   through it ([`context`](Self::context), [`pd`](Self::pd), and QPs,
+    ///   CQs, MRs made from those) have been dropped: close the context and
+    ///   deallocate the PD only after that;
+    /// * while a listener started on it runs, nobody else calls
+    ///   `ibv_get_async_event` on `ctx`.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw_borrowed(
+        ctx: *mut rdma_mummy_sys::ibv_context,
+        pd: *mut rdma_mummy_sys::ibv_pd,
+        port: u8,
+    ) -> Result<IbverbsHal, VerbsError> {
+        let ctx = NonNull::new(ctx).ok_or(VerbsError::NullPointer("the ibv_context"))?;
+        let pd = NonNull::new(pd).ok_or(VerbsError::NullPointer("the ibv_pd"))?;
+        // SAFETY: the caller's contract: an open context that outlives every
+        // clone of the `Context` (all of which this backend and the objects
+        // made through it hold).
+        let ctx = unsafe { Context::from_raw_borrowed(ctx) };
+        // SAFETY: the caller's contract: a live PD that outlives every clone
+        // of the `Pd`.
+        let pd = unsafe { Pd::from_raw_borrowed(&ctx, pd) }?;
+        let hal = IbverbsHal::from_parts(ctx, pd)?;
+        hal.port_attr(port)?;
+        Ok(hal)
+    }
+
+    fn from_parts(ctx: Context, pd: Pd) -> Result<IbverbsHal, VerbsError> {
         let dev = ctx.query_device()?;
         let mut ports = Vec::new();
         let mut total = 0usize;
@@ -210,7 +264,6 @@ impl IbverbsHal {
             total = total.saturating_add(ctx.query_port(port)?.gid_tbl_len as usize);
             ports.push(PortCache { port, generation: AtomicU64::new(1), snapshot: Mutex::new(None) });
         }
-        let pd = ctx.alloc_pd()?;
         let slots = usize::try_from(dev.max_ah).unwrap_or(0);
         let slots = if slots == 0 { MAX_AH_SLOTS } else { slots.min(MAX_AH_SLOTS) };
         let shared = Arc::new(Shared {
@@ -222,6 +275,16 @@ impl IbverbsHal {
             listener_errors: AtomicU64::new(0),
         });
         Ok(IbverbsHal { shared, pd, ahs: AhSlots::new(slots), listener: Mutex::new(None) })
+    }
+
+    /// What the listener does with one asynchronous event, for an
+    /// application that reads the context's events itself (a borrowed
+    /// context): a GID change, or a port, LID or SM event, re-reads the
+    /// port's GID table (every port when `port` is `None`) and bumps its
+    /// generation; other events are only counted. A failed re-read is
+    /// counted in [`HalStats::listener_errors`].
+    pub fn handle_async_event(&self, event: EventType, port: Option<u8>) {
+        self.shared.on_event(event, port);
     }
 
     /// The device name.

@@ -29,6 +29,16 @@
 //! counted ([`teardown_failures`]). [`AddressHandle::destroy`] reports the
 //! error instead.
 //!
+//! ## An application's own context and PD
+//!
+//! An AH must live on the PD of the QP that sends with it. A program that
+//! already has its `ibv_context` and `ibv_pd` (a C runtime, the C API)
+//! hands them to [`IbverbsHal::from_raw_borrowed`]: udah creates its AHs on
+//! that PD and never closes the context nor deallocates the PD
+//! ([`Context::from_raw_borrowed`] and [`Pd::from_raw_borrowed`] are the
+//! pieces). The application keeps reading its asynchronous events and
+//! passes each to [`IbverbsHal::handle_async_event`].
+//!
 //! ## `unsafe`
 //!
 //! Only `ffi.rs` (layouts, pinned at compile time and checked against the

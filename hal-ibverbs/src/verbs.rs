@@ -213,7 +213,7 @@ impl Device<'_> {
         // owned by the `Context` built below and closed once in its `Drop`.
         let raw = unsafe { sys::ibv_open_device(self.raw.as_ptr()) };
         let raw = NonNull::new(raw).ok_or_else(|| VerbsError::verb(Op::OpenDevice, last_errno()).on_device(&name))?;
-        Ok(Context(Arc::new(ContextInner { raw, name })))
+        Ok(Context(Arc::new(ContextInner { raw, name, owned: true })))
     }
 }
 
@@ -224,6 +224,9 @@ impl Device<'_> {
 struct ContextInner {
     raw: NonNull<ibv_context>,
     name: String,
+    /// `false` for a context the application owns ([`Context::from_raw_borrowed`]):
+    /// never closed here.
+    owned: bool,
 }
 
 // SAFETY: an `ibv_context` may be used from any thread (verbs are thread
@@ -234,6 +237,9 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // the application's: it closes it
+        }
         // SAFETY: the context was opened by `ibv_open_device` and every child
         // object (PD, CQ, …) holds an `Arc` to this, so all are gone; closed
         // once.
@@ -332,6 +338,52 @@ fn zeroed_entry() -> ibv_gid_entry {
 }
 
 impl Context {
+    /// A context the application opened and owns: udah uses it and never
+    /// closes it (dropping every clone of the returned value leaves it
+    /// open).
+    ///
+    /// # Safety
+    ///
+    /// * `raw` is an open `ibv_context` (from `ibv_open_device`, or
+    ///   `rdma_cm`'s `id->verbs`);
+    /// * it stays open until every clone of the returned `Context`, and
+    ///   every object made through it (PDs, CQs, QPs, MRs, AHs, an
+    ///   [`IbverbsHal`](crate::IbverbsHal)), has been dropped;
+    /// * nobody else reads its asynchronous events while an event listener
+    ///   started on it runs (the listener would take them).
+    pub unsafe fn from_raw_borrowed(raw: NonNull<sys::ibv_context>) -> Context {
+        // SAFETY: the caller guarantees an open context; its `device` field
+        // is the device it was opened from, alive while the context is.
+        let dev = unsafe { (*raw.as_ptr()).device };
+        let name = if dev.is_null() {
+            String::new()
+        } else {
+            // SAFETY: `dev` is the context's live device; the function
+            // returns its name field or NULL.
+            let p = unsafe { sys::ibv_get_device_name(dev) };
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a non-NULL name is a NUL-terminated string inside
+                // the device struct, alive as long as the context.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        Context(Arc::new(ContextInner { raw, name, owned: false }))
+    }
+
+    /// The `ibv_context` pointer (for C callers and `ibv_*` calls udah does
+    /// not wrap). Valid while this value lives.
+    pub fn as_raw(&self) -> *mut sys::ibv_context {
+        self.ptr()
+    }
+
+    /// Whether udah closes this context when the last clone drops (`false`
+    /// for [`from_raw_borrowed`](Self::from_raw_borrowed)).
+    pub fn is_owned(&self) -> bool {
+        self.0.owned
+    }
+
     fn ptr(&self) -> *mut ibv_context {
         self.0.raw.as_ptr()
     }
@@ -479,7 +531,7 @@ impl Context {
         let raw = unsafe { sys::ibv_alloc_pd(self.ptr()) };
         let raw =
             NonNull::new(raw).ok_or_else(|| VerbsError::verb(Op::AllocPd, last_errno()).on_device(self.name()))?;
-        Ok(Pd(Arc::new(PdInner { raw, ctx: self.clone() })))
+        Ok(Pd(Arc::new(PdInner { raw, ctx: self.clone(), owned: true })))
     }
 
     /// Creates a completion queue with at least `cqe` entries.
@@ -502,6 +554,9 @@ impl Context {
 struct PdInner {
     raw: NonNull<ibv_pd>,
     ctx: Context,
+    /// `false` for the application's PD ([`Pd::from_raw_borrowed`]): never
+    /// deallocated here.
+    owned: bool,
 }
 
 // SAFETY: a PD may be used from any thread; only verbs touch the pointer.
@@ -511,6 +566,9 @@ unsafe impl Sync for PdInner {}
 
 impl Drop for PdInner {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // the application's: it deallocates it
+        }
         // SAFETY: the PD came from `ibv_alloc_pd`; every AH, MR and QP on it
         // holds an `Arc` to this, so they are gone; deallocated once. The
         // context is still open (`self.ctx` drops after this).
@@ -523,6 +581,37 @@ impl Drop for PdInner {
 pub struct Pd(Arc<PdInner>);
 
 impl Pd {
+    /// A protection domain the application allocated and owns, on `ctx`:
+    /// udah creates AHs, QPs and MRs on it and never deallocates it. Fails
+    /// with [`VerbsError::PdContextMismatch`] when the PD's own context is
+    /// not `ctx` (an AH must live on the PD, and so the context, of the QP
+    /// that sends with it).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live `ibv_pd` (from `ibv_alloc_pd`) and stays allocated
+    /// until every clone of the returned `Pd` and every object made on it
+    /// through udah has been dropped.
+    pub unsafe fn from_raw_borrowed(ctx: &Context, raw: NonNull<sys::ibv_pd>) -> Result<Pd, VerbsError> {
+        // SAFETY: the caller guarantees a live PD; `context` is a plain
+        // pointer field set by libibverbs when it allocated the PD.
+        let owner = unsafe { (*raw.as_ptr()).context };
+        if owner != ctx.ptr() {
+            return Err(VerbsError::PdContextMismatch { device: ctx.name().to_owned() });
+        }
+        Ok(Pd(Arc::new(PdInner { raw, ctx: ctx.clone(), owned: false })))
+    }
+
+    /// The `ibv_pd` pointer. Valid while this value lives.
+    pub fn as_raw(&self) -> *mut sys::ibv_pd {
+        self.0.raw.as_ptr()
+    }
+
+    /// Whether udah deallocates this PD when the last clone drops.
+    pub fn is_owned(&self) -> bool {
+        self.0.owned
+    }
+
     /// The context.
     pub fn context(&self) -> &Context {
         &self.0.ctx
