@@ -129,6 +129,8 @@ pub enum Op {
     DestroyAh,
     /// `ibv_post_send`
     PostSend,
+    /// `ibv_init_ah_from_wc`
+    InitAhFromWc,
     /// `ibv_post_recv`
     PostRecv,
     /// `ibv_get_async_event` (and the `poll(2)` on its file descriptor)
@@ -161,6 +163,7 @@ impl Op {
             Op::CreateAh => "ibv_create_ah",
             Op::DestroyAh => "ibv_destroy_ah",
             Op::PostSend => "ibv_post_send",
+            Op::InitAhFromWc => "ibv_init_ah_from_wc",
             Op::PostRecv => "ibv_post_recv",
             Op::GetAsyncEvent => "ibv_get_async_event",
             Op::ResolveL2 => "ibv_resolve_eth_l2_from_gid",

@@ -39,8 +39,8 @@ use crate::enums::{EventType, GidKind, Mtu, PortLinkLayer, PortState, WcOpcode, 
 use crate::error::{Op, VerbsError, errno, kernel_has_rdma};
 use crate::ffi::{
     RawAsyncEvent, ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_gid_entry,
-    ibv_global_route, ibv_mr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_recv_wr,
-    ibv_send_wr, ibv_sge, ibv_wc,
+    ibv_global_route, ibv_grh, ibv_mr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr,
+    ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_wc,
 };
 
 static TEARDOWN_FAILURES: AtomicU64 = AtomicU64::new(0);
@@ -524,6 +524,53 @@ impl Context {
         Ok((mac, vid))
     }
 
+    /// The real libibverbs `ibv_init_ah_from_wc` on this context (its GID
+    /// search queries the device on every call), for a receive completion
+    /// and its 40-byte GRH area: udah's reference. On failure the errno is
+    /// in [`VerbsError::errno`].
+    pub fn init_ah_from_wc(
+        &self,
+        port: u8,
+        wc: &WorkCompletion,
+        area: &[u8; 40],
+    ) -> Result<udah_core::ah::IbvAhAttr, VerbsError> {
+        let mut w = wc.to_c();
+        // SAFETY: `ibv_grh` is integers and GID unions; all-zero is valid.
+        let mut grh: ibv_grh = unsafe { core::mem::zeroed() };
+        const { assert!(size_of::<ibv_grh>() == 40) };
+        // SAFETY: `area` is 40 readable bytes, `grh` 40 writable bytes (size
+        // asserted above) of a distinct object; every byte pattern is a valid
+        // `ibv_grh` (integers and byte unions).
+        unsafe { core::ptr::copy_nonoverlapping(area.as_ptr(), (&raw mut grh).cast::<u8>(), 40) };
+        // SAFETY: `ibv_ah_attr` is integers and a byte union; all-zero is
+        // valid.
+        let mut out: ibv_ah_attr = unsafe { core::mem::zeroed() };
+        // SAFETY: the context is open; `w`, `grh` and `out` are valid,
+        // writable structs of the pinned layouts, alive for the call.
+        let ret = unsafe { sys::ibv_init_ah_from_wc(self.ptr(), port, &mut w, &mut grh, &mut out) };
+        check(Op::InitAhFromWc, ret).map_err(|e| e.on_device(self.name()).on_port(port))?;
+        // SAFETY: reading the byte view of the GID union, all 16 bytes
+        // initialised (zeroed, then written by C).
+        let dgid = unsafe { out.grh.dgid.raw };
+        Ok(udah_core::ah::IbvAhAttr {
+            grh: udah_core::ah::IbvGlobalRoute {
+                dgid,
+                flow_label: out.grh.flow_label,
+                sgid_index: out.grh.sgid_index,
+                hop_limit: out.grh.hop_limit,
+                traffic_class: out.grh.traffic_class,
+                reserved: 0,
+            },
+            dlid: out.dlid,
+            sl: out.sl,
+            src_path_bits: out.src_path_bits,
+            static_rate: out.static_rate,
+            is_global: out.is_global,
+            port_num: out.port_num,
+            reserved: 0,
+        })
+    }
+
     /// Allocates a protection domain.
     pub fn alloc_pd(&self) -> Result<Pd, VerbsError> {
         // SAFETY: the context is open; the PD is owned by the returned `Pd`,
@@ -802,6 +849,28 @@ impl WorkCompletion {
             src_qp: self.src_qp,
             pkey_index: self.pkey_index,
         }
+    }
+}
+
+impl WorkCompletion {
+    /// Back to the C struct (the fields this type keeps; the rest zero).
+    fn to_c(self) -> ibv_wc {
+        // SAFETY: `ibv_wc` is integers and a union of integers; all-zero is
+        // a valid value.
+        let mut w: ibv_wc = unsafe { core::mem::zeroed() };
+        w.wr_id = self.wr_id;
+        w.status = self.status.into();
+        w.opcode = self.opcode.into();
+        w.vendor_err = self.vendor_err;
+        w.byte_len = self.byte_len;
+        w.qp_num = self.qp_num;
+        w.src_qp = self.src_qp;
+        w.wc_flags = self.wc_flags;
+        w.pkey_index = self.pkey_index;
+        w.slid = self.slid;
+        w.sl = self.sl;
+        w.dlid_path_bits = self.dlid_path_bits;
+        w
     }
 }
 

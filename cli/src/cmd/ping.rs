@@ -17,7 +17,9 @@ use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
 use super::devices::fail;
-use super::serve::{DEFAULT_QKEY, HalKind, MockLink, VerbsPort, default_gid_index, mock_setup, parse_u32};
+use super::serve::{
+    DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, VerbsPort, default_gid_index, mock_setup, parse_u32,
+};
 
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
@@ -45,13 +47,15 @@ pub(crate) struct Args {
     /// Destination QP number (ibverbs).
     #[arg(long, value_parser = parse_u32)]
     qpn: Option<u32>,
-    /// Q_Key.
-    #[arg(long, default_value_t = DEFAULT_QKEY, value_parser = parse_u32)]
+    /// Q_Key (hex `0x…` or decimal).
+    #[arg(long, default_value = DEFAULT_QKEY_HEX, value_parser = parse_u32)]
     qkey: u32,
     /// Requests to send.
     #[arg(long, short = 'n', default_value_t = 10)]
     count: u64,
-    /// Payload bytes (at least 8: the sequence number).
+    /// Payload bytes: at least 8 (the sequence number), at most the port's
+    /// active MTU (a UD message is one packet; the mock fabric's MTU is
+    /// 4096); anything else is refused up front.
     #[arg(long, short = 's', default_value_t = 64)]
     size: usize,
     /// Milliseconds to wait for each reply.
@@ -68,8 +72,64 @@ pub(crate) struct Args {
     link: MockLink,
 }
 
+/// The MTU `ping --hal mock` enforces (the mock fabric has none; 4096 is
+/// RoCE's largest).
+const MOCK_MTU: usize = 4096;
+
+/// The smallest payload: the sequence number.
+const MIN_SIZE: usize = 8;
+
+/// The command-line mistakes `ping` refuses before doing anything.
+fn validate(args: &Args) -> Result<(), String> {
+    if args.size < MIN_SIZE {
+        return Err(format!("--size {}: at least {MIN_SIZE} bytes (the sequence number)", args.size));
+    }
+    if args.port == 0 {
+        return Err("--port 0: port numbers start at 1".into());
+    }
+    if args.hal == HalKind::Mock {
+        if args.size > MOCK_MTU {
+            return Err(format!("--size {}: above the MTU ({MOCK_MTU} on the mock fabric)", args.size));
+        }
+        if args.port != 1 {
+            return Err(format!("--port {}: the mock fabric's client is port 1", args.port));
+        }
+        for (set, flag) in [
+            (args.dest.is_some(), "--dest"),
+            (args.qpn.is_some(), "--qpn"),
+            (args.dlid.is_some(), "--dlid"),
+            (args.gid_index.is_some(), "--gid-index"),
+            (args.device.is_some(), "--device"),
+        ] {
+            if set {
+                return Err(format!("{flag} is for --hal ibverbs (the mock fabric has its own server)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Some(message)` when the local GID `local` (index `idx`) and the
+/// destination are of different address families: RoCE v2 cannot send from
+/// an IPv6 GID to an IPv4 address or back (the kernel answers EINVAL).
+fn family_mismatch(dest: Gid, idx: u32, local: Gid) -> Option<String> {
+    let fam = |g: Gid| if g.is_ipv4_mapped() { "IPv4" } else { "IPv6" };
+    (dest.is_ipv4_mapped() != local.is_ipv4_mapped()).then(|| {
+        format!(
+            "GID index {idx} is {local} ({}) but the destination {dest} is {}: pick a GID index of the same \
+             address family (see `udah devices`)",
+            fam(local),
+            fam(dest)
+        )
+    })
+}
+
 /// Runs `udah ping`.
 pub(crate) fn run(args: &Args) -> ExitCode {
+    if let Err(m) = validate(args) {
+        eprintln!("udah ping: {m}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     match args.hal {
         HalKind::Mock => ping_mock(args),
         HalKind::Ibverbs => match ping_ibverbs(args) {
@@ -77,14 +137,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(PingError::Verbs(e)) => fail(&e),
             Err(PingError::Usage(m)) => {
                 eprintln!("udah ping: {m}");
-                ExitCode::from(2)
+                ExitCode::from(EXIT_USAGE)
             }
         },
     }
 }
 
 fn payload(seq: u64, size: usize) -> Vec<u8> {
-    let mut p = vec![0u8; size.max(8)];
+    let mut p = vec![0u8; size.max(MIN_SIZE)];
     p[..8].copy_from_slice(&seq.to_be_bytes());
     for (i, b) in p.iter_mut().enumerate().skip(8) {
         *b = i as u8;
@@ -148,7 +208,7 @@ fn ping_mock(args: &Args) -> ExitCode {
         resp.qpn().0,
         args.qkey,
         args.count,
-        args.size.max(8)
+        args.size
     );
     let mut rtts = Rtts::default();
     let start = Instant::now();
@@ -228,13 +288,16 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
                 None => default_gid_index(&gids, Some(g.is_ipv4_mapped()))
                     .ok_or_else(|| PingError::Usage("the port has no GID".into()))?,
             };
-            if !gids.entries.iter().any(|e| e.record.index == idx) {
+            let Some(local) = gids.entries.iter().find(|e| e.record.index == idx) else {
                 return Err(VerbsError::GidNotFound {
                     device: vp.hal.device().to_owned(),
                     port: args.port,
                     index: idx,
                 }
                 .into());
+            };
+            if roce && let Some(m) = family_mismatch(g, idx, local.record.gid) {
+                return Err(PingError::Usage(m));
             }
             let dlid = match args.dlid {
                 Some(l) => u16::try_from(l).map_err(|_| PingError::Usage(format!("--dlid {l} is above 0xffff")))?,
@@ -257,8 +320,14 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
             }
         }
     };
+    if args.size > vp.mtu {
+        return Err(PingError::Usage(format!(
+            "--size {}: above the port's active MTU {} (a UD message is one packet)",
+            args.size, vp.mtu
+        )));
+    }
+    let size = args.size;
     let ah = vp.hal.create_ah(&attr, None)?;
-    let size = args.size.clamp(8, vp.mtu);
     println!(
         "pinging {} QPN {qpn:#x} Q_Key {:#x} from {} port {} QPN {:#x}: {} request(s) of {size} bytes",
         args.dest.as_deref().unwrap_or_default(),
@@ -348,6 +417,19 @@ mod tests {
         assert_eq!(parse_dest("0x12"), Ok(Dest::Lid(0x12)));
         assert_eq!(parse_dest("7"), Ok(Dest::Lid(7)));
         assert!(parse_dest("70000").is_err() && parse_dest("nope").is_err());
+    }
+
+    #[test]
+    fn address_families_must_match() {
+        let v4 = Gid::from_ipv4([10, 0, 0, 1]);
+        let v6: Gid = "fd00::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+        let ll: Gid = "fe80::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+        assert_eq!(family_mismatch(v4, 1, Gid::from_ipv4([10, 0, 0, 2])), None);
+        assert_eq!(family_mismatch(v6, 2, ll), None);
+        let m = family_mismatch(v4, 2, v6).unwrap();
+        assert!(m.contains("GID index 2") && m.contains("(IPv6)") && m.contains("is IPv4"), "{m}");
+        let m = family_mismatch(ll, 1, v4).unwrap();
+        assert!(m.contains("(IPv4)") && m.contains("is IPv6"), "{m}");
     }
 
     #[test]

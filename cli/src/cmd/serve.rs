@@ -11,17 +11,19 @@
 //!   `--peers` simulated clients sending `--count` requests, through
 //!   hal-mock's `Responder`.
 
+use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use udah_core::ah::{AhAttr, libibverbs};
+use udah_core::ah::{AhAttr, IbvAhAttr, libibverbs};
 use udah_core::hal::{AhToken, Hal};
 use udah_core::table::{AhHandle, AhTable};
 use udah_core::wire::{AREA_LEN, Area, Evidence, Gid, Stamp};
 use udah_core::{GidTable, GidType, LinkLayer};
 use udah_hal_ibverbs::{
-    GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
+    Context, GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use udah_hal_mock::responder::{Mode, Responder};
 use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
@@ -46,8 +48,14 @@ pub(crate) enum MockLink {
     Ib,
 }
 
-/// The Q_Key both sides use by default (`ibv_ud_pingpong`'s).
+/// The Q_Key both sides use by default (`ibv_ud_pingpong`'s), as `--help`
+/// shows it (Q_Keys are read in hex).
+pub(crate) const DEFAULT_QKEY_HEX: &str = "0x11111111";
+/// [`DEFAULT_QKEY_HEX`] as a number.
+#[cfg(test)]
 pub(crate) const DEFAULT_QKEY: u32 = 0x1111_1111;
+/// Exit code of a command-line mistake found before anything runs.
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 /// GID-table snapshot capacity.
 pub(crate) const GIDS: usize = 1024;
@@ -71,10 +79,12 @@ pub(crate) struct Args {
     /// Replies use the index the core finds for each request.
     #[arg(long, short = 'g')]
     gid_index: Option<u32>,
-    /// Q_Key.
-    #[arg(long, default_value_t = DEFAULT_QKEY, value_parser = parse_u32)]
+    /// Q_Key (hex `0x…` or decimal).
+    #[arg(long, default_value = DEFAULT_QKEY_HEX, value_parser = parse_u32)]
     qkey: u32,
-    /// Stop after answering this many requests (0: run until killed).
+    /// Stop after answering this many requests (0: run until SIGINT or
+    /// SIGTERM, which print the final statistics and exit as at the end of
+    /// a count: 0 when every request was answered).
     #[arg(long, short = 'n', default_value_t = 1000)]
     count: u64,
     /// Pre-stamp every receive area so the header type is known from the
@@ -93,6 +103,71 @@ pub(crate) struct Args {
     /// Seconds between progress lines (ibverbs; 0: none).
     #[arg(long, default_value_t = 1)]
     stats_interval: u64,
+    /// Also compute every request's attribute with the real libibverbs
+    /// `ibv_init_ah_from_wc` on the same context and port, compare it field
+    /// by field with udah's, and time both; prints `check-libibverbs: N
+    /// compared, M mismatches; udah X ns/WC, libibverbs Y ns/WC, ratio Y/X`
+    /// at exit (exit code 1 on any mismatch) (ibverbs).
+    #[arg(long)]
+    check_libibverbs: bool,
+}
+
+/// The command-line mistakes `serve` refuses before doing anything.
+fn validate(args: &Args) -> Result<(), String> {
+    if args.port == 0 {
+        return Err("--port 0: port numbers start at 1".into());
+    }
+    if args.hal == HalKind::Mock {
+        if args.peers == 0 {
+            return Err("--peers 0: the mock fabric needs at least 1 simulated client".into());
+        }
+        if args.port != 1 {
+            return Err(format!("--port {}: the mock fabric's server is port 1", args.port));
+        }
+        for (set, flag) in [
+            (args.device.is_some(), "--device"),
+            (args.gid_index.is_some(), "--gid-index"),
+            (args.check_libibverbs, "--check-libibverbs"),
+        ] {
+            if set {
+                return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
+            }
+        }
+        if args.stamp && args.link == MockLink::Ib {
+            return Err("--stamp tells RoCE v2/IPv4 headers apart; an InfiniBand packet always has a GRH: \
+                        not with --link ib"
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// Set by SIGINT and SIGTERM once [`stop_on_signals`] has run.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set a flag instead of killing the process, so
+/// that `serve` prints its final statistics and exits normally. `libc`'s
+/// `sigaction` with an `AtomicBool` (no new dependency: libc is already in
+/// the build through rdma-mummy-sys). No `SA_RESTART`: the loops poll.
+pub(crate) fn stop_on_signals() -> &'static AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `sigaction` is plain data; all-zero is an empty mask with
+        // no flags (Linux).
+        let mut sa: libc::sigaction = unsafe { core::mem::zeroed() };
+        sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: `sa` is a valid action whose handler only does an atomic
+        // store (async-signal-safe); the old action is not asked for (NULL).
+        let r = unsafe { libc::sigaction(sig, &sa, core::ptr::null_mut()) };
+        if r != 0 {
+            eprintln!("udah: cannot install the handler for signal {sig}: {}", std::io::Error::last_os_error());
+        }
+    }
+    &STOP
 }
 
 /// Parses decimal or `0x` hexadecimal.
@@ -106,6 +181,10 @@ pub(crate) fn parse_u32(s: &str) -> Result<u32, String> {
 
 /// Runs `udah serve`.
 pub(crate) fn run(args: &Args) -> ExitCode {
+    if let Err(m) = validate(args) {
+        eprintln!("udah serve: {m}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     match args.hal {
         HalKind::Mock => serve_mock(args),
         HalKind::Ibverbs => match serve_ibverbs(args) {
@@ -196,7 +275,7 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
 }
 
 fn serve_mock(args: &Args) -> ExitCode {
-    let setup = match mock_setup(args.link, args.peers.max(1), args.qkey) {
+    let setup = match mock_setup(args.link, args.peers, args.qkey) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("udah: mock fabric: {e}");
@@ -211,20 +290,23 @@ fn serve_mock(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let count = if args.count == 0 { 1000 } else { args.count };
+    let stop = stop_on_signals();
+    let count = args.count;
     println!(
-        "serving (mock fabric, {:?}) at {} QPN {:#x} Q_Key {:#x}; {} simulated client(s), {count} request(s)",
+        "serving (mock fabric, {:?}) at {} QPN {:#x} Q_Key {:#x}; {} simulated client(s), {}",
         args.link,
         setup.server_addr,
         resp.qpn().0,
         args.qkey,
-        setup.clients.len()
+        setup.clients.len(),
+        if count == 0 { "until SIGINT/SIGTERM".to_owned() } else { format!("{count} request(s)") }
     );
     let start = Instant::now();
     let (mut answered, mut failed, mut echoed, mut wrong) = (0u64, 0u64, 0u64, 0u64);
     let mut sent = 0u64;
-    while sent < count {
-        let batch: Vec<_> = setup.clients.iter().take(usize::try_from(count - sent).unwrap_or(usize::MAX)).collect();
+    while (count == 0 || sent < count) && !stop.load(Ordering::Relaxed) {
+        let left = if count == 0 { usize::MAX } else { usize::try_from(count - sent).unwrap_or(usize::MAX) };
+        let batch: Vec<_> = setup.clients.iter().take(left).collect();
         for (i, (_, qpn, ah)) in batch.iter().enumerate() {
             let payload = format!("request {} from client {i}", sent + i as u64).into_bytes();
             if let Err(e) = setup.fabric.post_send(*qpn, *ah, resp.qpn(), args.qkey, &payload) {
@@ -252,6 +334,9 @@ fn serve_mock(args: &Args) -> ExitCode {
     }
     let el = start.elapsed();
     let c = setup.fabric.counters();
+    if stop.load(Ordering::Relaxed) {
+        println!("stopped by a signal");
+    }
     println!(
         "requests {sent}, answered {answered}, failed {failed}, echoes received {echoed}, wrong {wrong}, AHs {}, \
          fabric delivered {} dropped {}, {:.3} s, {:.0} req/s",
@@ -462,6 +547,100 @@ impl VerbsPort {
     }
 }
 
+/// `--check-libibverbs`: udah's attribute against the real
+/// `ibv_init_ah_from_wc`, per completion.
+#[derive(Debug, Default)]
+pub(crate) struct LibCheck {
+    compared: u64,
+    mismatches: u64,
+    udah_ns: u128,
+    lib_ns: u128,
+}
+
+impl LibCheck {
+    /// udah's profile is timed over this many runs per completion (its one
+    /// run is close to the clock's resolution); libibverbs' once.
+    const REPS: u32 = 8;
+    /// Mismatches printed in full (the rest are counted).
+    const SHOWN: u64 = 5;
+
+    /// Compares (and times) both for one completion.
+    fn check(&mut self, ctx: &Context, gids: &GidTable<GIDS>, port: u8, wc: &WorkCompletion, area: &Area) {
+        use core::hint::black_box;
+        let ibv = wc.ibv();
+        let t = Instant::now();
+        let mut ours = libibverbs::init_ah_from_wc(gids, port, &ibv, Some(area));
+        for _ in 1..Self::REPS {
+            ours = black_box(libibverbs::init_ah_from_wc(black_box(gids), port, black_box(&ibv), Some(area)));
+        }
+        self.udah_ns += t.elapsed().as_nanos() / u128::from(Self::REPS);
+        let t = Instant::now();
+        let theirs = ctx.init_ah_from_wc(port, wc, area);
+        self.lib_ns += t.elapsed().as_nanos();
+        let theirs = theirs.map_err(|e| e.errno().unwrap_or(0));
+        self.record(wc.src_qp, &ours, &theirs);
+    }
+
+    /// Counts one comparison; prints the first few mismatches.
+    fn record(&mut self, src_qp: u32, ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) {
+        self.compared += 1;
+        let diff = result_diff(ours, theirs);
+        if !diff.is_empty() {
+            self.mismatches += 1;
+            if self.mismatches <= Self::SHOWN {
+                eprintln!("check-libibverbs: request from QPN {src_qp:#x}: {}", diff.join(", "));
+            }
+        }
+    }
+
+    /// The summary line (COORD.md's format; the ratio is libibverbs' time
+    /// over udah's).
+    pub(crate) fn line(&self) -> String {
+        let n = self.compared.max(1) as f64;
+        let (x, y) = (self.udah_ns as f64 / n, self.lib_ns as f64 / n);
+        format!(
+            "check-libibverbs: {} compared, {} mismatches; udah {x:.0} ns/WC, libibverbs {y:.0} ns/WC, ratio {:.1}",
+            self.compared,
+            self.mismatches,
+            y / x.max(1.0)
+        )
+    }
+}
+
+/// The fields in which two `ibv_ah_attr`s differ, as `name udah=… libibverbs=…`.
+fn attr_diff(a: &IbvAhAttr, b: &IbvAhAttr) -> Vec<String> {
+    let mut d = Vec::new();
+    let mut f = |name: &str, x: String, y: String| {
+        if x != y {
+            d.push(format!("{name} udah={x} libibverbs={y}"));
+        }
+    };
+    f("dgid", Gid(a.grh.dgid).to_string(), Gid(b.grh.dgid).to_string());
+    f("flow_label", format!("{:#x}", a.grh.flow_label), format!("{:#x}", b.grh.flow_label));
+    f("sgid_index", a.grh.sgid_index.to_string(), b.grh.sgid_index.to_string());
+    f("hop_limit", a.grh.hop_limit.to_string(), b.grh.hop_limit.to_string());
+    f("traffic_class", a.grh.traffic_class.to_string(), b.grh.traffic_class.to_string());
+    f("dlid", format!("{:#x}", a.dlid), format!("{:#x}", b.dlid));
+    f("sl", a.sl.to_string(), b.sl.to_string());
+    f("src_path_bits", a.src_path_bits.to_string(), b.src_path_bits.to_string());
+    f("static_rate", a.static_rate.to_string(), b.static_rate.to_string());
+    f("is_global", a.is_global.to_string(), b.is_global.to_string());
+    f("port_num", a.port_num.to_string(), b.port_num.to_string());
+    d
+}
+
+/// How udah's result differs from libibverbs' (attribute fields on success,
+/// the errno on failure); empty when they agree.
+fn result_diff(ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) -> Vec<String> {
+    match (ours, theirs) {
+        (Ok(a), Ok(b)) => attr_diff(a, b),
+        (Err(f), Err(e)) if f.error.errno() == *e => Vec::new(),
+        (Err(f), Err(e)) => vec![format!("errno udah={} libibverbs={e}", f.error.errno())],
+        (Ok(_), Err(e)) => vec![format!("udah succeeded, libibverbs failed with errno {e}")],
+        (Err(f), Ok(_)) => vec![format!("udah failed ({}), libibverbs succeeded", f.error)],
+    }
+}
+
 #[derive(Debug, Default)]
 struct Stats {
     received: u64,
@@ -473,6 +652,8 @@ struct Stats {
 }
 
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
+    let stop = stop_on_signals();
+    let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
     let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, depth)?;
     vp.hal.start_event_listener()?;
@@ -521,7 +702,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
-    while args.count == 0 || st.answered < args.count {
+    while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         wcs.clear();
         vp.send_cq.poll(&mut wcs)?;
         for wc in &wcs {
@@ -550,7 +731,11 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             st.received += 1;
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
-            let h = match engine.reply_ah(&vp.hal, &wc.ibv(), &area) {
+            let reply = engine.reply_ah(&vp.hal, &wc.ibv(), &area);
+            if let Some(c) = check.as_mut() {
+                c.check(vp.hal.context(), engine.gids(), args.port, &wc, &area);
+            }
+            let h = match reply {
                 Ok(h) => h,
                 Err(e) => {
                     st.failed_ah += 1;
@@ -584,11 +769,18 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             print_stats(&st, &engine, &vp.hal, start.elapsed());
         }
     }
+    if stop.load(Ordering::Relaxed) {
+        println!("stopped by a signal");
+    }
     print_stats(&st, &engine, &vp.hal, start.elapsed());
     for h in in_flight.into_iter().flatten() {
         engine.release(&vp.hal, h);
     }
-    let failed = st.failed_wc + st.failed_ah + st.failed_send + st.send_errors;
+    let mut failed = st.failed_wc + st.failed_ah + st.failed_send + st.send_errors;
+    if let Some(c) = &check {
+        println!("{}", c.line());
+        failed += c.mismatches;
+    }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -723,9 +915,33 @@ mod tests {
 
     #[test]
     fn numbers() {
+        assert_eq!(parse_u32(DEFAULT_QKEY_HEX), Ok(DEFAULT_QKEY));
         assert_eq!(parse_u32("0x11111111"), Ok(0x1111_1111));
         assert_eq!(parse_u32("17"), Ok(17));
         assert!(parse_u32("x").is_err());
+    }
+
+    #[test]
+    fn libibverbs_comparison_names_every_differing_field() {
+        let a = IbvAhAttr { dlid: 3, sl: 1, is_global: 1, port_num: 1, ..IbvAhAttr::default() };
+        let mut b = a;
+        assert!(result_diff(&Ok(a), &Ok(b)).is_empty());
+        b.grh.sgid_index = 2;
+        b.grh.hop_limit = 64;
+        let d = result_diff(&Ok(a), &Ok(b));
+        assert_eq!(d, ["sgid_index udah=0 libibverbs=2", "hop_limit udah=0 libibverbs=64"]);
+        let fail = libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, attr: a };
+        assert!(result_diff(&Err(fail), &Err(22)).is_empty(), "same errno (EINVAL)");
+        assert_eq!(result_diff(&Err(fail), &Err(95)), ["errno udah=22 libibverbs=95"]);
+        assert_eq!(result_diff(&Ok(a), &Err(22)).len(), 1);
+        assert_eq!(result_diff(&Err(fail), &Ok(a)).len(), 1);
+        let mut c = LibCheck { udah_ns: 2_000, lib_ns: 50_000, ..LibCheck::default() };
+        c.record(7, &Ok(a), &Ok(a));
+        c.record(7, &Ok(a), &Ok(b));
+        assert_eq!(
+            c.line(),
+            "check-libibverbs: 2 compared, 1 mismatches; udah 1000 ns/WC, libibverbs 25000 ns/WC, ratio 25.0"
+        );
     }
 
     #[test]
