@@ -142,6 +142,9 @@ fn serve_and_ping_refuse_bad_arguments_up_front() {
         (&["ping", "--qpn", "0x11"], "--qpn is for --hal ibverbs"),
         (&["ping", "--port", "0"], "port numbers start at 1"),
         (&["ping", "--port", "9"], "the mock fabric's client is port 1"),
+        (&["ping", "--ud-pingpong", "127.0.0.1"], "--ud-pingpong is for --hal ibverbs"),
+        (&["serve", "--ud-pingpong"], "--ud-pingpong is for --hal ibverbs"),
+        (&["ping", "--hal", "ibverbs", "--ud-pingpong", "127.0.0.1", "--qpn", "1"], "no --dest/--qpn"),
     ];
     for (args, want) in cases {
         let o = udah(args);

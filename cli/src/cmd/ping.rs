@@ -18,7 +18,8 @@ use udah_hal_mock::responder::{Mode, Responder};
 
 use super::devices::fail;
 use super::serve::{
-    DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, VerbsPort, default_gid_index, mock_setup, parse_u32,
+    DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, PingpongAddr, VerbsPort, default_gid_index, mock_setup, parse_u32,
+    pingpong_client_exchange, pingpong_psn,
 };
 
 /// Arguments of `udah ping`.
@@ -70,6 +71,13 @@ pub(crate) struct Args {
     /// Link layer of the simulated fabric (mock).
     #[arg(long, value_enum, default_value_t = MockLink::Roce)]
     link: MockLink,
+    /// Drive an unmodified `ibv_ud_pingpong` server (or `udah serve
+    /// --ud-pingpong`) at this host (`host` or `host:port`, TCP port 18515 by
+    /// default): the destination GID/LID and QPN come from its address
+    /// exchange instead of `--dest`/`--qpn`. Use the server's `-n` as
+    /// `--count` and its `-s` as `--size` (ibverbs).
+    #[arg(long, value_name = "SERVER")]
+    ud_pingpong: Option<String>,
 }
 
 /// The MTU `ping --hal mock` enforces (the mock fabric has none; 4096 is
@@ -100,6 +108,7 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.dlid.is_some(), "--dlid"),
             (args.gid_index.is_some(), "--gid-index"),
             (args.device.is_some(), "--device"),
+            (args.ud_pingpong.is_some(), "--ud-pingpong"),
         ] {
             if set {
                 return Err(format!("{flag} is for --hal ibverbs (the mock fabric has its own server)"));
@@ -138,6 +147,10 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(PingError::Usage(m)) => {
                 eprintln!("udah ping: {m}");
                 ExitCode::from(EXIT_USAGE)
+            }
+            Err(PingError::Exchange(m)) => {
+                eprintln!("udah ping: {m}");
+                ExitCode::FAILURE
             }
         },
     }
@@ -244,6 +257,8 @@ fn ping_mock(args: &Args) -> ExitCode {
 enum PingError {
     Verbs(VerbsError),
     Usage(String),
+    /// The `--ud-pingpong` TCP exchange failed.
+    Exchange(String),
 }
 
 impl From<VerbsError> for PingError {
@@ -271,13 +286,51 @@ fn parse_dest(s: &str) -> Result<Dest, String> {
 }
 
 fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
-    let dest = parse_dest(args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?)
-        .map_err(PingError::Usage)?;
-    let qpn = args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?;
+    let given = match &args.ud_pingpong {
+        None => {
+            let d = args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?;
+            let dest = parse_dest(d).map_err(PingError::Usage)?;
+            Some((dest, args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?))
+        }
+        Some(_) if args.dest.is_some() || args.qpn.is_some() => {
+            return Err(PingError::Usage(
+                "--ud-pingpong takes the destination from the exchange: no --dest/--qpn".into(),
+            ));
+        }
+        Some(_) => None,
+    };
     let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, 16)?;
     let port = PortNum::new(args.port).ok_or_else(|| PingError::Usage("port 0".into()))?;
     let info = vp.hal.port_info(args.port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
+    let mut exchanged_lid = None;
+    let (dest, qpn) = match (given, &args.ud_pingpong) {
+        (Some(g), _) => g,
+        (None, server) => {
+            let server = server.as_deref().unwrap_or_default();
+            let gids = vp.hal.port_gids(args.port)?;
+            // Ours goes first, before we know the server's family: -g, else
+            // the first RoCE v2 IPv4 GID (ibv_ud_pingpong sends a zero GID
+            // without -g, which only works on InfiniBand).
+            let gid = match args.gid_index.or_else(|| default_gid_index(&gids, Some(true)).filter(|_| roce)) {
+                Some(i) => {
+                    gids.entries.iter().find(|e| e.record.index == i).map(|e| e.record.gid).ok_or_else(|| {
+                        VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i }
+                    })?
+                }
+                None => Gid([0; 16]),
+            };
+            let ours = PingpongAddr { lid: info.lid, qpn: vp.qp.qp_num(), psn: pingpong_psn(), gid };
+            let theirs = pingpong_client_exchange(server, ours)
+                .map_err(|e| PingError::Exchange(format!("--ud-pingpong {server}: address exchange: {e}")))?;
+            println!("ud-pingpong: local address {ours}; remote address {theirs}");
+            exchanged_lid = Some(theirs.lid);
+            // ibv_ud_pingpong uses a GRH when the GID's interface id is set.
+            let dest =
+                if theirs.gid.0[8..].iter().any(|&b| b != 0) { Dest::Gid(theirs.gid) } else { Dest::Lid(theirs.lid) };
+            (dest, theirs.qpn)
+        }
+    };
     let attr = match dest {
         Dest::Lid(_) if roce => return Err(PingError::Usage("a RoCE port needs a GID (or IPv4) destination".into())),
         Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
@@ -302,6 +355,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
             let dlid = match args.dlid {
                 Some(l) => u16::try_from(l).map_err(|_| PingError::Usage(format!("--dlid {l} is above 0xffff")))?,
                 None if roce => 0,
+                None if exchanged_lid.is_some() => exchanged_lid.unwrap_or_default(),
                 None => return Err(PingError::Usage("on InfiniBand a GID destination also needs --dlid".into())),
             };
             AhAttr {
