@@ -2,6 +2,7 @@
 //! hal-mock end to end (bounded), and the clear failures of the ibverbs
 //! backend on a machine without RDMA devices or without libibverbs.
 
+#[cfg(feature = "ibverbs")]
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -13,11 +14,13 @@ fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
+#[cfg(feature = "ibverbs")]
 fn machine_has_devices() -> bool {
     std::fs::read_dir("/sys/class/infiniband").map(|d| d.count() > 0).unwrap_or(false)
 }
 
 #[test]
+#[cfg(feature = "ibverbs")]
 fn devices_reports_no_devices_clearly() {
     let o = udah(&["devices"]);
     let (out, err) = text(&o);
@@ -36,6 +39,7 @@ fn devices_reports_no_devices_clearly() {
 }
 
 #[test]
+#[cfg(feature = "ibverbs")]
 fn serve_and_ping_over_ibverbs_without_devices() {
     if machine_has_devices() {
         return; // covered by the hardware instructions in hardware.md
@@ -55,6 +59,7 @@ fn serve_and_ping_over_ibverbs_without_devices() {
 }
 
 /// Builds a `libibverbs.so.1` that exports nothing, in a fresh directory.
+#[cfg(feature = "ibverbs")]
 fn stub_library_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("udah-cli-stub-ibverbs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -72,6 +77,7 @@ fn stub_library_dir() -> PathBuf {
 }
 
 #[test]
+#[cfg(feature = "ibverbs")]
 fn devices_without_libibverbs() {
     let dir = stub_library_dir();
     let o = Command::new(env!("CARGO_BIN_EXE_udah")).arg("devices").env("LD_LIBRARY_PATH", &dir).output().unwrap();
@@ -144,8 +150,11 @@ fn serve_and_ping_refuse_bad_arguments_up_front() {
         (&["ping", "--port", "9"], "the mock fabric's client is port 1"),
         (&["ping", "--ud-pingpong", "127.0.0.1"], "--ud-pingpong is for --hal ibverbs"),
         (&["serve", "--ud-pingpong"], "--ud-pingpong is for --hal ibverbs"),
-        (&["ping", "--hal", "ibverbs", "--ud-pingpong", "127.0.0.1", "--qpn", "1"], "no --dest/--qpn"),
     ];
+    #[cfg(feature = "ibverbs")]
+    let cases =
+        &[cases, &[(&["ping", "--hal", "ibverbs", "--ud-pingpong", "127.0.0.1", "--qpn", "1"][..], "no --dest/--qpn")]]
+            .concat();
     for (args, want) in cases {
         let o = udah(args);
         let (out, err) = text(&o);
@@ -209,5 +218,18 @@ fn serve_count_0_runs_until_a_signal_then_reports_and_exits_0() {
         assert_eq!(status.code(), Some(0), "SIG{sig}: {status:?}\n{rest}");
         assert!(rest.contains("stopped by a signal"), "{rest}");
         assert!(rest.contains("failed 0") && rest.contains("wrong 0"), "{rest}");
+    }
+}
+
+/// Built without the verbs backend, the verbs commands say how to get it.
+#[test]
+#[cfg(not(feature = "ibverbs"))]
+fn verbs_commands_without_the_feature_say_how_to_get_it() {
+    for args in [&["devices"][..], &["serve", "--hal", "ibverbs"], &["ping", "--hal", "ibverbs", "--dest", "10.0.0.1"]]
+    {
+        let o = udah(args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("--features ibverbs"), "{err}");
     }
 }

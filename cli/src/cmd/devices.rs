@@ -4,11 +4,14 @@
 
 use std::process::ExitCode;
 
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::gid::{kind_label, read_port_gids};
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{DeviceList, VerbsError};
 
 /// Exit code when libibverbs finds no RDMA device (or the kernel has no RDMA
 /// support).
+#[cfg(feature = "ibverbs")]
 pub(crate) const EXIT_NO_DEVICES: u8 = 3;
 /// Exit code when libibverbs is not installed.
 pub(crate) const EXIT_NO_LIBRARY: u8 = 4;
@@ -24,8 +27,20 @@ pub(crate) struct Args {
     no_gids: bool,
 }
 
+/// A verbs command in a `udah` built without the `ibverbs` feature: says how
+/// to get it, exit code 4 (as for a missing libibverbs).
+#[cfg(not(feature = "ibverbs"))]
+pub(crate) fn without_ibverbs() -> ExitCode {
+    eprintln!(
+        "udah: this udah was built without the verbs backend: rebuild with \
+         `cargo build --release -p udah-cli --features ibverbs` (needs cmake and libclang-dev)"
+    );
+    ExitCode::from(EXIT_NO_LIBRARY)
+}
+
 /// Prints `e` and returns the exit code for it: 3 for no devices, 4 for no
 /// libibverbs, 1 otherwise.
+#[cfg(feature = "ibverbs")]
 pub(crate) fn fail(e: &VerbsError) -> ExitCode {
     eprintln!("udah: {e}");
     match e {
@@ -36,6 +51,7 @@ pub(crate) fn fail(e: &VerbsError) -> ExitCode {
 }
 
 /// Runs `udah devices`.
+#[cfg(feature = "ibverbs")]
 pub(crate) fn run(args: &Args) -> ExitCode {
     match list(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -43,6 +59,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// Runs `udah devices` (built without the verbs backend).
+#[cfg(not(feature = "ibverbs"))]
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let _ = (&args.device, args.no_gids);
+    without_ibverbs()
+}
+
+#[cfg(feature = "ibverbs")]
 fn list(args: &Args) -> Result<(), VerbsError> {
     let devices = DeviceList::new()?;
     if let Some(name) = args.device.as_ref().filter(|n| !devices.names().contains(n)) {

@@ -9,18 +9,23 @@ use core::time::Duration;
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[cfg(feature = "ibverbs")]
 use udah_core::LinkLayer;
+#[cfg(feature = "ibverbs")]
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+#[cfg(feature = "ibverbs")]
 use udah_core::hal::Hal;
+#[cfg(any(feature = "ibverbs", test))]
 use udah_core::wire::Gid;
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
+#[cfg(feature = "ibverbs")]
 use super::devices::fail;
-use super::serve::{
-    DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, PingpongAddr, VerbsPort, default_gid_index, mock_setup, parse_u32,
-    pingpong_client_exchange, pingpong_psn,
-};
+use super::serve::{DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, mock_setup, parse_u32};
+#[cfg(feature = "ibverbs")]
+use super::serve::{PingpongAddr, VerbsPort, default_gid_index, pingpong_client_exchange, pingpong_psn};
 
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
@@ -121,6 +126,7 @@ fn validate(args: &Args) -> Result<(), String> {
 /// `Some(message)` when the local GID `local` (index `idx`) and the
 /// destination are of different address families: RoCE v2 cannot send from
 /// an IPv6 GID to an IPv4 address or back (the kernel answers EINVAL).
+#[cfg(any(feature = "ibverbs", test))]
 fn family_mismatch(dest: Gid, idx: u32, local: Gid) -> Option<String> {
     let fam = |g: Gid| if g.is_ipv4_mapped() { "IPv4" } else { "IPv6" };
     (dest.is_ipv4_mapped() != local.is_ipv4_mapped()).then(|| {
@@ -141,6 +147,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
     match args.hal {
         HalKind::Mock => ping_mock(args),
+        #[cfg(not(feature = "ibverbs"))]
+        HalKind::Ibverbs => super::devices::without_ibverbs(),
+        #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match ping_ibverbs(args) {
             Ok(code) => code,
             Err(PingError::Verbs(e)) => fail(&e),
@@ -254,6 +263,7 @@ fn ping_mock(args: &Args) -> ExitCode {
     rtts.report(args.count, start.elapsed())
 }
 
+#[cfg(feature = "ibverbs")]
 enum PingError {
     Verbs(VerbsError),
     Usage(String),
@@ -261,6 +271,7 @@ enum PingError {
     Exchange(String),
 }
 
+#[cfg(feature = "ibverbs")]
 impl From<VerbsError> for PingError {
     fn from(e: VerbsError) -> PingError {
         PingError::Verbs(e)
@@ -268,12 +279,14 @@ impl From<VerbsError> for PingError {
 }
 
 /// A `--dest` value.
+#[cfg(any(feature = "ibverbs", test))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dest {
     Gid(Gid),
     Lid(u16),
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 fn parse_dest(s: &str) -> Result<Dest, String> {
     if let Ok(a) = s.parse::<core::net::Ipv6Addr>() {
         return Ok(Dest::Gid(a.into()));
@@ -285,6 +298,7 @@ fn parse_dest(s: &str) -> Result<Dest, String> {
     u16::try_from(lid).map(Dest::Lid).map_err(|_| format!("LID {lid} is above 0xffff"))
 }
 
+#[cfg(feature = "ibverbs")]
 fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
     let given = match &args.ud_pingpong {
         None => {

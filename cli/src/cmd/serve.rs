@@ -12,15 +12,28 @@
 //!   hal-mock's `Responder`.
 
 use core::sync::atomic::{AtomicBool, Ordering};
+#[cfg(any(feature = "ibverbs", test))]
 use core::time::Duration;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use udah_core::ah::{AhAttr, IbvAhAttr, libibverbs};
-use udah_core::hal::{AhToken, Hal};
-use udah_core::table::{AhHandle, AhTable};
-use udah_core::wire::{AREA_LEN, Area, Evidence, Gid, Stamp};
-use udah_core::{GidTable, GidType, LinkLayer};
+use udah_core::GidType;
+use udah_core::ah::AhAttr;
+#[cfg(feature = "ibverbs")]
+use udah_core::ah::IbvAhAttr;
+use udah_core::hal::Hal;
+#[cfg(any(feature = "ibverbs", test))]
+use udah_core::wire::AREA_LEN;
+use udah_core::wire::Gid;
+#[cfg(any(feature = "ibverbs", test))]
+use udah_core::{
+    GidTable, LinkLayer,
+    ah::libibverbs,
+    hal::AhToken,
+    table::{AhHandle, AhTable},
+    wire::{Area, Evidence, Stamp},
+};
+#[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{
     Context, GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
     WorkCompletion,
@@ -28,6 +41,7 @@ use udah_hal_ibverbs::{
 use udah_hal_mock::responder::{Mode, Responder};
 use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
 
+#[cfg(feature = "ibverbs")]
 use super::devices::fail;
 
 /// Which backend.
@@ -58,8 +72,10 @@ pub(crate) const DEFAULT_QKEY: u32 = 0x1111_1111;
 pub(crate) const EXIT_USAGE: u8 = 2;
 
 /// GID-table snapshot capacity.
+#[cfg(any(feature = "ibverbs", test))]
 pub(crate) const GIDS: usize = 1024;
 /// AH-table capacity.
+#[cfg(any(feature = "ibverbs", test))]
 const AHS: usize = 1024;
 
 /// Arguments of `udah serve`.
@@ -195,10 +211,13 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
     match args.hal {
         HalKind::Mock => serve_mock(args),
+        #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match serve_ibverbs(args) {
             Ok(code) => code,
             Err(e) => fail(&e),
         },
+        #[cfg(not(feature = "ibverbs"))]
+        HalKind::Ibverbs => super::devices::without_ibverbs(),
     }
 }
 
@@ -360,6 +379,7 @@ fn serve_mock(args: &Args) -> ExitCode {
 // ---------------------------------------------------------------------------
 // The responder core, generic over the backend
 
+#[cfg(any(feature = "ibverbs", test))]
 /// Why a completion was not answered.
 #[derive(Debug)]
 pub(crate) enum ServeError<E> {
@@ -371,6 +391,7 @@ pub(crate) enum ServeError<E> {
     Snapshot(E),
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl<E: core::fmt::Display> core::fmt::Display for ServeError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -381,6 +402,7 @@ impl<E: core::fmt::Display> core::fmt::Display for ServeError<E> {
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 /// GID snapshot + AH table of one port: completion → AH handle, with the
 /// snapshot re-taken (and stale AHs retired) whenever the backend's GID
 /// generation moves.
@@ -398,6 +420,7 @@ where
     pub(crate) retired: u64,
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl<H: Hal> Engine<H>
 where
     H::Ah: AhToken,
@@ -463,6 +486,7 @@ where
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl<H: Hal> core::fmt::Debug for Engine<H>
 where
     H::Ah: AhToken,
@@ -475,13 +499,16 @@ where
 // ---------------------------------------------------------------------------
 // ibv_ud_pingpong's address exchange
 
+#[cfg(any(feature = "ibverbs", test))]
 /// The TCP port `ibv_ud_pingpong` exchanges addresses on.
 pub(crate) const UD_PINGPONG_PORT: u16 = 18515;
 
+#[cfg(any(feature = "ibverbs", test))]
 /// Length of one exchange message: `LLLL:QQQQQQ:PPPPPP:` then 32 hex digits
 /// of GID and a NUL.
 const UD_PINGPONG_MSG: usize = 52;
 
+#[cfg(any(feature = "ibverbs", test))]
 /// One side's address as `ibv_ud_pingpong` exchanges it over TCP: the text
 /// `%04x:%06x:%06x:` + the GID's 16 bytes as 32 hex digits (in wire order),
 /// NUL-padded to [`UD_PINGPONG_MSG`] bytes. The client writes its message
@@ -498,6 +525,7 @@ pub(crate) struct PingpongAddr {
     pub(crate) gid: Gid,
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl PingpongAddr {
     /// The message bytes.
     pub(crate) fn to_wire(self) -> [u8; UD_PINGPONG_MSG] {
@@ -538,12 +566,14 @@ impl PingpongAddr {
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl core::fmt::Display for PingpongAddr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "LID {:#06x}, QPN {:#08x}, PSN {:#08x}, GID {}", self.lid, self.qpn, self.psn, self.gid)
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 /// Reads until `buf` is full or the peer closes; returns the bytes read.
 fn read_msg(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
     use std::io::Read;
@@ -557,6 +587,7 @@ fn read_msg(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usiz
     Ok(n)
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 /// The server side of the exchange on `listener`: waits for one client
 /// (giving up, `Ok(None)`, once `stop` is set), reads its address, answers
 /// with `ours`, reads its `done`.
@@ -593,6 +624,7 @@ pub(crate) fn pingpong_serve_exchange(
     Ok(Some(theirs))
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 /// The client side: connects to `server` (`host` or `host:port`; port
 /// [`UD_PINGPONG_PORT`] by default), sends `ours`, reads the server's
 /// address, says `done`.
@@ -630,6 +662,7 @@ pub(crate) fn pingpong_client_exchange(server: &str, ours: PingpongAddr) -> std:
     Err(last)
 }
 
+#[cfg(feature = "ibverbs")]
 /// A PSN for the exchange (UD does not use it; ibv_ud_pingpong draws one).
 pub(crate) fn pingpong_psn() -> u32 {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
@@ -639,6 +672,7 @@ pub(crate) fn pingpong_psn() -> u32 {
 // ---------------------------------------------------------------------------
 // ibverbs
 
+#[cfg(feature = "ibverbs")]
 /// The GID index to use by default: the first RoCE v2 entry (IPv4-mapped
 /// first when `ipv4` says so), else the first entry.
 pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u32> {
@@ -652,6 +686,7 @@ pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u
         .map(|g| g.record.index)
 }
 
+#[cfg(feature = "ibverbs")]
 /// An open port with a UD QP at RTS, its CQs and buffers.
 pub(crate) struct VerbsPort {
     pub(crate) hal: IbverbsHal,
@@ -664,12 +699,14 @@ pub(crate) struct VerbsPort {
     pub(crate) mtu: usize,
 }
 
+#[cfg(feature = "ibverbs")]
 impl core::fmt::Debug for VerbsPort {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("VerbsPort").field("device", &self.hal.device()).field("qpn", &self.qp.qp_num()).finish()
     }
 }
 
+#[cfg(feature = "ibverbs")]
 impl VerbsPort {
     /// Opens `device`/`port` (must be active) and brings a UD QP to RTS.
     pub(crate) fn open(device: Option<&str>, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort, VerbsError> {
@@ -719,6 +756,7 @@ impl VerbsPort {
     }
 }
 
+#[cfg(feature = "ibverbs")]
 /// `--check-libibverbs`: udah's attribute against the real
 /// `ibv_init_ah_from_wc`, per completion.
 #[derive(Debug, Default)]
@@ -729,6 +767,7 @@ pub(crate) struct LibCheck {
     lib_ns: u128,
 }
 
+#[cfg(feature = "ibverbs")]
 impl LibCheck {
     /// udah's profile is timed over this many runs per completion (its one
     /// run is close to the clock's resolution); libibverbs' once.
@@ -779,6 +818,7 @@ impl LibCheck {
     }
 }
 
+#[cfg(feature = "ibverbs")]
 /// The fields in which two `ibv_ah_attr`s differ, as `name udah=… libibverbs=…`.
 fn attr_diff(a: &IbvAhAttr, b: &IbvAhAttr) -> Vec<String> {
     let mut d = Vec::new();
@@ -801,6 +841,7 @@ fn attr_diff(a: &IbvAhAttr, b: &IbvAhAttr) -> Vec<String> {
     d
 }
 
+#[cfg(feature = "ibverbs")]
 /// How udah's result differs from libibverbs' (attribute fields on success,
 /// the errno on failure); empty when they agree.
 fn result_diff(ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) -> Vec<String> {
@@ -813,6 +854,7 @@ fn result_diff(ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) ->
     }
 }
 
+#[cfg(feature = "ibverbs")]
 #[derive(Debug, Default)]
 struct Stats {
     received: u64,
@@ -825,6 +867,7 @@ struct Stats {
     send_errors: u64,
 }
 
+#[cfg(feature = "ibverbs")]
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let stop = stop_on_signals();
     let mut check = args.check_libibverbs.then(LibCheck::default);
@@ -990,6 +1033,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+#[cfg(feature = "ibverbs")]
 fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Duration) {
     let t = engine.table().stats();
     let h = hal.stats();
@@ -1097,6 +1141,7 @@ mod tests {
             let h2 = e.reply_ah(&hal, &wc, &area).unwrap();
             e.release(&hal, h2);
             assert_eq!(hal.creates.get(), creates + 1, "second request hits the table");
+            assert!(e.table().stats().hits >= 1);
             // The local address moves: new generation, the old AH is retired.
             hal.ip.set([10, 0, 0, 2]);
             hal.generation.set(hal.generation.get() + 1);
@@ -1128,6 +1173,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "ibverbs")]
     fn libibverbs_comparison_names_every_differing_field() {
         let a = IbvAhAttr { dlid: 3, sl: 1, is_global: 1, port_num: 1, ..IbvAhAttr::default() };
         let mut b = a;
