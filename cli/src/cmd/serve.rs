@@ -28,9 +28,10 @@ use udah_core::wire::Gid;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::{
     GidTable, LinkLayer,
+    ah::AttrError,
     ah::libibverbs,
     hal::AhToken,
-    table::{AhHandle, AhTable},
+    table::{AhHandle, AhTable, ResolveError, TableError},
     wire::{Area, Evidence, Stamp},
 };
 #[cfg(feature = "ibverbs")]
@@ -383,21 +384,28 @@ fn serve_mock(args: &Args) -> ExitCode {
 /// Why a completion was not answered.
 #[derive(Debug)]
 pub(crate) enum ServeError<E> {
-    /// The libibverbs profile failed.
-    Attr(String),
+    /// The libibverbs profile refused the completion (the header type, the
+    /// GID search, ...).
+    Attr(libibverbs::IbvFailure),
+    /// The profile's attribute is not a valid AH attribute (an SL above 15).
+    InvalidAttr(AttrError),
     /// The AH table or backend failed.
-    Table(String),
+    Table(TableError<E>),
     /// Re-snapshotting the GID table failed.
     Snapshot(E),
+    /// A failure of the table's `resolve` of a kind added after this code.
+    Resolve(ResolveError<E>),
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<E: core::fmt::Display> core::fmt::Display for ServeError<E> {
+impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ServeError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
+            ServeError::InvalidAttr(e) => write!(f, "AH attribute: {e}"),
             ServeError::Table(e) => write!(f, "AH table: {e}"),
             ServeError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            ServeError::Resolve(e) => write!(f, "AH: {e}"),
         }
     }
 }
@@ -467,14 +475,16 @@ where
         self.refresh(hal)?;
         match self.stamp {
             None => self.table.resolve(hal, &self.gids, self.port, wc, area).map_err(|e| match e {
-                udah_core::table::ResolveError::Table(t) => ServeError::Table(t.to_string()),
-                other => ServeError::Attr(other.to_string()),
+                ResolveError::Table(t) => ServeError::Table(t),
+                ResolveError::Attr(f) => ServeError::Attr(f),
+                ResolveError::InvalidAttr(a) => ServeError::InvalidAttr(a),
+                other => ServeError::Resolve(other),
             }),
             Some(s) => {
                 let c = libibverbs::init_ah_from_wc_with(&self.gids, self.port, wc, Some(area), Evidence::Stamped(s))
-                    .map_err(|f| ServeError::Attr(f.error.to_string()))?;
-                let attr = AhAttr::try_from(&c).map_err(|e| ServeError::Attr(e.to_string()))?;
-                self.table.get_or_create(hal, &attr).map_err(|e| ServeError::Table(e.to_string()))
+                    .map_err(ServeError::Attr)?;
+                let attr = AhAttr::try_from(&c).map_err(ServeError::InvalidAttr)?;
+                self.table.get_or_create(hal, &attr).map_err(ServeError::Table)
             }
         }
     }
@@ -1146,7 +1156,10 @@ mod tests {
             hal.ip.set([10, 0, 0, 2]);
             hal.generation.set(hal.generation.get() + 1);
             let err = e.reply_ah(&hal, &wc, &area).unwrap_err();
-            assert!(matches!(err, ServeError::Attr(_)), "{err:?}");
+            assert!(
+                matches!(err, ServeError::Attr(libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, .. })),
+                "{err:?}"
+            );
             assert_eq!((e.resnapshots, e.retired), (1, 1));
             let area2 = {
                 let mut a = v4_area([10, 0, 0, 9], [10, 0, 0, 2]);
