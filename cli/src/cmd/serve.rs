@@ -637,7 +637,7 @@ pub(crate) fn pingpong_serve_exchange(
 #[cfg(any(feature = "ibverbs", test))]
 /// The client side: connects to `server` (`host` or `host:port`; port
 /// [`UD_PINGPONG_PORT`] by default), sends `ours`, reads the server's
-/// address, says `done`.
+/// address, says `done` (5 bytes with the NUL).
 pub(crate) fn pingpong_client_exchange(server: &str, ours: PingpongAddr) -> std::io::Result<PingpongAddr> {
     use std::io::Write;
     use std::net::ToSocketAddrs;
@@ -659,11 +659,10 @@ pub(crate) fn pingpong_client_exchange(server: &str, ours: PingpongAddr) -> std:
                     )));
                 }
                 let theirs = PingpongAddr::parse(&msg).map_err(std::io::Error::other)?;
-                // `done`, NUL-padded to a whole message: servers that read
-                // 5 bytes and servers that read a full message both get it.
-                let mut done = [0u8; UD_PINGPONG_MSG];
-                done[..4].copy_from_slice(b"done");
-                s.write_all(&done)?;
+                // `done` and its NUL, exactly as ibv_ud_pingpong's client
+                // writes it: its server checks that it read 5 bytes (seen on
+                // rdma-core 44: a padded 52-byte `done` makes it give up).
+                s.write_all(b"done\0")?;
                 return Ok(theirs);
             }
             Err(e) => last = e,
@@ -1240,6 +1239,28 @@ mod tests {
         // A set stop flag ends the wait for a client.
         stop.store(true, Ordering::Relaxed);
         assert_eq!(pingpong_serve_exchange(&l, srv, &stop).unwrap(), None);
+    }
+
+    /// The client's last word is exactly `done\0` (5 bytes), as rdma-core's
+    /// client writes it: ibv_ud_pingpong's server (rdma-core 44) refuses a
+    /// `done` of any other length ("Couldn't send/recv local address").
+    #[test]
+    fn ud_pingpong_client_says_done_like_ibv_ud_pingpong() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let cli = PingpongAddr { lid: 0, qpn: 0x43, psn: 8, gid: Gid::from_ipv4([10, 0, 0, 2]) };
+        let t = std::thread::spawn(move || pingpong_client_exchange(&format!("127.0.0.1:{port}"), cli));
+        let (mut c, _) = l.accept().unwrap();
+        let mut msg = [0u8; UD_PINGPONG_MSG];
+        c.read_exact(&mut msg).unwrap();
+        assert_eq!(PingpongAddr::parse(&msg), Ok(cli));
+        let srv = PingpongAddr { lid: 0, qpn: 0x42, psn: 7, gid: Gid::from_ipv4([10, 0, 0, 1]) };
+        c.write_all(&srv.to_wire()).unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), srv);
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, b"done\0");
     }
 
     #[test]
