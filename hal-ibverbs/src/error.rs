@@ -129,6 +129,8 @@ pub enum Op {
     DestroyAh,
     /// `ibv_post_send`
     PostSend,
+    /// `ibv_init_ah_from_wc`
+    InitAhFromWc,
     /// `ibv_post_recv`
     PostRecv,
     /// `ibv_get_async_event` (and the `poll(2)` on its file descriptor)
@@ -161,6 +163,7 @@ impl Op {
             Op::CreateAh => "ibv_create_ah",
             Op::DestroyAh => "ibv_destroy_ah",
             Op::PostSend => "ibv_post_send",
+            Op::InitAhFromWc => "ibv_init_ah_from_wc",
             Op::PostRecv => "ibv_post_recv",
             Op::GetAsyncEvent => "ibv_get_async_event",
             Op::ResolveL2 => "ibv_resolve_eth_l2_from_gid",
@@ -282,6 +285,19 @@ pub enum VerbsError {
     },
     /// An AH token that this backend did not create, or already destroyed.
     UnknownAh(u64),
+    /// A borrowed protection domain belongs to another context than the one
+    /// it was passed with.
+    PdContextMismatch {
+        /// The context's device.
+        device: String,
+    },
+    /// A NULL pointer where a live verbs object was required.
+    NullPointer(&'static str),
+    /// Every preallocated AH slot of the backend holds a live AH.
+    AhSlotsFull {
+        /// The slot count.
+        capacity: usize,
+    },
     /// A buffer range outside a memory region.
     OutOfBounds {
         /// The offset asked for.
@@ -392,6 +408,13 @@ impl fmt::Display for VerbsError {
             }
             VerbsError::UnknownLinkLayer { port, raw } => write!(f, "port {port}: unknown link layer {raw}"),
             VerbsError::UnknownAh(t) => write!(f, "AH token {t:#x} is not a live AH of this backend"),
+            VerbsError::PdContextMismatch { device } => {
+                write!(f, "the protection domain was not allocated on this context (device {device})")
+            }
+            VerbsError::NullPointer(what) => write!(f, "{what} is NULL"),
+            VerbsError::AhSlotsFull { capacity } => {
+                write!(f, "all {capacity} AH slots of the backend hold live AHs (destroy some first)")
+            }
             VerbsError::OutOfBounds { offset, len, size } => {
                 write!(f, "range {offset}..{offset}+{len} is outside the {size}-byte memory region")
             }
@@ -411,9 +434,12 @@ impl Error for VerbsError {
             | VerbsError::PortNotFound { .. }
             | VerbsError::GidNotFound { .. } => ErrorKind::NotFound,
             VerbsError::PortDown { .. } => ErrorKind::Unreachable,
-            VerbsError::GidTableTooLarge { .. } => ErrorKind::OutOfResources,
+            VerbsError::GidTableTooLarge { .. } | VerbsError::AhSlotsFull { .. } => ErrorKind::OutOfResources,
             VerbsError::UnknownLinkLayer { .. } => ErrorKind::Unsupported,
-            VerbsError::UnknownAh(_) | VerbsError::OutOfBounds { .. } => ErrorKind::InvalidArgument,
+            VerbsError::UnknownAh(_)
+            | VerbsError::OutOfBounds { .. }
+            | VerbsError::PdContextMismatch { .. }
+            | VerbsError::NullPointer(_) => ErrorKind::InvalidArgument,
             VerbsError::Verb(v) => errno::kind(v.errno),
         }
     }

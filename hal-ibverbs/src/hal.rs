@@ -1,9 +1,9 @@
 //! [`IbverbsHal`]: the core's [`Hal`] over one device, with GID-table
 //! snapshots kept current by an asynchronous-event listener.
 
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -13,12 +13,20 @@ use udah_core::{GidTable, LinkLayer};
 
 use crate::enums::EventType;
 use crate::error::VerbsError;
+use crate::ffi::ibv_ah;
 use crate::gid::{PortGids, fill_table, read_port_gids};
+use crate::slots::{AhSlots, SlotError};
 use crate::verbs::{AddressHandle, Context, DeviceList, Pd, PortAttr, Segment, UdDest, UdQp};
 
-/// An AH created by [`IbverbsHal::create_ah`], as a token (the `ibv_ah`
-/// address). The backend keeps the AH itself; a token that is not live is
-/// refused ([`VerbsError::UnknownAh`]), never dereferenced.
+/// The most AH slots a backend preallocates (16 bytes each): the device's
+/// `max_ah`, capped at this.
+pub const MAX_AH_SLOTS: usize = 1 << 16;
+
+/// An AH created by [`IbverbsHal::create_ah`], as a token: a slot index and
+/// the slot's generation in the backend's preallocated AH array. The
+/// backend keeps the `ibv_ah` itself; a token that is not live (destroyed,
+/// stale, or made up) is refused ([`VerbsError::UnknownAh`]), never
+/// dereferenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VerbsAh(u64);
 
@@ -142,13 +150,27 @@ pub struct HalStats {
 ///   the AH table retires AHs built against the old one. Without the
 ///   listener the snapshot is read once and kept until
 ///   [`refresh`](IbverbsHal::refresh);
-/// * AHs live in the backend, keyed by [`VerbsAh`] tokens; those still alive
-///   when the backend is dropped are destroyed then.
+/// * AHs live in the backend, in a preallocated slot array
+///   ([`ah_capacity`](IbverbsHal::ah_capacity) slots), named by
+///   [`VerbsAh`] tokens; those still alive when the backend is dropped are
+///   destroyed then.
+///
+/// # No lock on the send path
+///
+/// [`post_send`](IbverbsHal::post_send) turns its token back into the
+/// `ibv_ah` with one compare-and-swap on the token's slot (checking it is
+/// live and pinning it) and one atomic decrement after the post: no lock,
+/// and senders on any AHs run in parallel. [`Hal::create_ah`] claims a free
+/// slot by compare-and-swap and runs `ibv_create_ah` outside any lock;
+/// [`Hal::destroy_ah`] unpublishes the slot, waits for the senders already
+/// inside it (one post each), then runs `ibv_destroy_ah`. A full slot array
+/// is [`VerbsError::AhSlotsFull`] (kind `OutOfResources`: the AH table
+/// evicts and retries).
 #[derive(Debug)]
 pub struct IbverbsHal {
     shared: Arc<Shared>,
     pd: Pd,
-    ahs: Mutex<HashMap<u64, AddressHandle>>,
+    ahs: AhSlots<ibv_ah>,
     listener: Mutex<Option<Listener>>,
 }
 
@@ -179,8 +201,62 @@ impl IbverbsHal {
         Ok(hal)
     }
 
-    /// The backend of an open context.
+    /// The backend of an open context, with a protection domain of its own.
     pub fn from_context(ctx: Context) -> Result<IbverbsHal, VerbsError> {
+        let pd = ctx.alloc_pd()?;
+        IbverbsHal::from_parts(ctx, pd)
+    }
+
+    /// The backend of an application's own `ibv_context` and `ibv_pd`,
+    /// borrowed: udah creates its AHs on `pd` (so they can be used by the
+    /// application's QPs on that PD, and udah's QPs on it can use the
+    /// application's AHs) and never closes the context nor deallocates the
+    /// PD. Checks that `pd` belongs to `ctx` and that `port` exists
+    /// ([`VerbsError::PortNotFound`]); the port need not be active. Every
+    /// port of the device is served; `port` is the one the caller means to
+    /// use.
+    ///
+    /// The event listener is not started: the application usually reads the
+    /// context's asynchronous events itself, and should pass each one to
+    /// [`handle_async_event`](Self::handle_async_event) (or call
+    /// [`refresh`](Self::refresh)) so that GID changes reach the snapshot.
+    /// [`start_event_listener`](Self::start_event_listener) on a borrowed
+    /// context takes the events away from the application.
+    ///
+    /// Dropping the backend destroys the AHs it created (on `pd`), nothing
+    /// else of the application's.
+    ///
+    /// # Safety
+    ///
+    /// * `ctx` is NULL or an open `ibv_context`, and `pd` NULL or a live
+    ///   `ibv_pd` (NULL is refused with [`VerbsError::NullPointer`]);
+    /// * both stay valid until this backend and every object obtained
+    ///   through it ([`context`](Self::context), [`pd`](Self::pd), and QPs,
+    ///   CQs, MRs made from those) have been dropped: close the context and
+    ///   deallocate the PD only after that;
+    /// * while a listener started on it runs, nobody else calls
+    ///   `ibv_get_async_event` on `ctx`.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw_borrowed(
+        ctx: *mut rdma_mummy_sys::ibv_context,
+        pd: *mut rdma_mummy_sys::ibv_pd,
+        port: u8,
+    ) -> Result<IbverbsHal, VerbsError> {
+        let ctx = NonNull::new(ctx).ok_or(VerbsError::NullPointer("the ibv_context"))?;
+        let pd = NonNull::new(pd).ok_or(VerbsError::NullPointer("the ibv_pd"))?;
+        // SAFETY: the caller's contract: an open context that outlives every
+        // clone of the `Context` (all of which this backend and the objects
+        // made through it hold).
+        let ctx = unsafe { Context::from_raw_borrowed(ctx) };
+        // SAFETY: the caller's contract: a live PD that outlives every clone
+        // of the `Pd`.
+        let pd = unsafe { Pd::from_raw_borrowed(&ctx, pd) }?;
+        let hal = IbverbsHal::from_parts(ctx, pd)?;
+        hal.port_attr(port)?;
+        Ok(hal)
+    }
+
+    fn from_parts(ctx: Context, pd: Pd) -> Result<IbverbsHal, VerbsError> {
         let dev = ctx.query_device()?;
         let mut ports = Vec::new();
         let mut total = 0usize;
@@ -188,7 +264,8 @@ impl IbverbsHal {
             total = total.saturating_add(ctx.query_port(port)?.gid_tbl_len as usize);
             ports.push(PortCache { port, generation: AtomicU64::new(1), snapshot: Mutex::new(None) });
         }
-        let pd = ctx.alloc_pd()?;
+        let slots = usize::try_from(dev.max_ah).unwrap_or(0);
+        let slots = if slots == 0 { MAX_AH_SLOTS } else { slots.min(MAX_AH_SLOTS) };
         let shared = Arc::new(Shared {
             ctx,
             ports,
@@ -197,7 +274,17 @@ impl IbverbsHal {
             refreshes: AtomicU64::new(0),
             listener_errors: AtomicU64::new(0),
         });
-        Ok(IbverbsHal { shared, pd, ahs: Mutex::new(HashMap::new()), listener: Mutex::new(None) })
+        Ok(IbverbsHal { shared, pd, ahs: AhSlots::new(slots), listener: Mutex::new(None) })
+    }
+
+    /// What the listener does with one asynchronous event, for an
+    /// application that reads the context's events itself (a borrowed
+    /// context): a GID change, or a port, LID or SM event, re-reads the
+    /// port's GID table (every port when `port` is `None`) and bumps its
+    /// generation; other events are only counted. A failed re-read is
+    /// counted in [`HalStats::listener_errors`].
+    pub fn handle_async_event(&self, event: EventType, port: Option<u8>) {
+        self.shared.on_event(event, port);
     }
 
     /// The device name.
@@ -289,15 +376,23 @@ impl IbverbsHal {
     /// Counters.
     pub fn stats(&self) -> HalStats {
         HalStats {
-            live_ahs: lock(&self.ahs).len(),
+            live_ahs: self.ahs.live(),
             events: self.shared.events.load(Ordering::Relaxed),
             refreshes: self.shared.refreshes.load(Ordering::Relaxed),
             listener_errors: self.shared.listener_errors.load(Ordering::Relaxed),
         }
     }
 
-    /// Posts a UD send through a live AH of this backend (the AH cannot be
-    /// destroyed during the call).
+    /// How many AHs can be alive at once (the preallocated slots).
+    pub fn ah_capacity(&self) -> usize {
+        self.ahs.capacity()
+    }
+
+    /// Posts a UD send through a live AH of this backend, taking no lock
+    /// (the AH cannot be destroyed during the call: a concurrent
+    /// [`Hal::destroy_ah`] of it waits for this post). `qp` must be on this
+    /// backend's PD ([`pd`](Self::pd)).
+    #[allow(unsafe_code)]
     pub fn post_send(
         &self,
         qp: &UdQp,
@@ -306,20 +401,41 @@ impl IbverbsHal {
         seg: Segment<'_>,
         wr_id: u64,
     ) -> Result<(), VerbsError> {
-        let ahs = lock(&self.ahs);
-        let h = ahs.get(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
-        qp.post_send(h, dest, seg, wr_id)
+        self.ahs
+            .with(ah.0, |raw| {
+                // SAFETY: `AhSlots::with` runs this closure only while the
+                // slot is live and pinned: the pointer is an AH created on
+                // this backend's PD by `create_ah`, and `destroy_ah`/`Drop`
+                // wait for the pin to be released before destroying it
+                // (slots.rs, "The slot word").
+                unsafe { qp.post_send_raw(raw, None, dest, seg, wr_id) }
+            })
+            .map_err(|e| slot_error(e, ah.0))?
     }
+}
+
+fn slot_error(e: SlotError, token: u64) -> VerbsError {
+    match e {
+        // `Busy` (2^30 concurrent posts on one AH) cannot happen with real
+        // threads; refusing the token is the safe answer.
+        SlotError::Unknown | SlotError::Busy => VerbsError::UnknownAh(token),
+    }
+}
+
+#[allow(unsafe_code)]
+fn destroy(raw: NonNull<ibv_ah>, pd: &Pd) -> Result<(), VerbsError> {
+    // SAFETY: only `AhSlots::remove` calls this, with the pointer of a slot
+    // it has just unpublished after every sender left it: an AH created on
+    // `pd` by `create_ah` (`into_raw`), destroyed once, used by nobody else.
+    unsafe { AddressHandle::destroy_raw(raw, pd) }
 }
 
 impl Drop for IbverbsHal {
     fn drop(&mut self) {
         drop(lock(&self.listener).take());
-        let ahs: Vec<AddressHandle> = lock(&self.ahs).drain().map(|(_, a)| a).collect();
-        for ah in ahs {
-            // Best effort: a failure is counted by `Drop` of the handle's
-            // explicit twin; nothing to report from a destructor.
-            let _ = ah.destroy();
+        for t in self.ahs.tokens() {
+            // Best effort: nothing to report from a destructor.
+            let _ = self.ahs.remove(t, |raw| destroy(raw, &self.pd));
         }
     }
 }
@@ -360,14 +476,16 @@ impl Hal for IbverbsHal {
     }
 
     fn create_ah(&self, attr: &AhAttr, _l2: Option<&L2Info>) -> Result<VerbsAh, VerbsError> {
-        let ah = AddressHandle::create(&self.pd, attr)?;
-        let token = ah.token();
-        lock(&self.ahs).insert(token, ah);
-        Ok(VerbsAh(token))
+        let capacity = self.ahs.capacity();
+        self.ahs
+            .insert(
+                || AddressHandle::create(&self.pd, attr).map(AddressHandle::into_raw),
+                || VerbsError::AhSlotsFull { capacity },
+            )
+            .map(VerbsAh)
     }
 
     fn destroy_ah(&self, ah: VerbsAh) -> Result<(), VerbsError> {
-        let h = lock(&self.ahs).remove(&ah.0).ok_or(VerbsError::UnknownAh(ah.0))?;
-        h.destroy()
+        self.ahs.remove(ah.0, |raw| destroy(raw, &self.pd)).map_err(|e| slot_error(e, ah.0))?
     }
 }

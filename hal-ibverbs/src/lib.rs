@@ -18,8 +18,9 @@
 //! ## Thread safety
 //!
 //! Every handle is `Send + Sync`: libibverbs verbs are thread safe.
-//! [`IbverbsHal`] keeps its AHs and GID snapshots behind mutexes (control
-//! path only).
+//! [`IbverbsHal`] keeps its AHs in a preallocated lock-free slot array, so
+//! [`IbverbsHal::post_send`] takes no lock; GID snapshots sit behind
+//! mutexes (control path only).
 //!
 //! ## Resource cleanup
 //!
@@ -28,11 +29,22 @@
 //! counted ([`teardown_failures`]). [`AddressHandle::destroy`] reports the
 //! error instead.
 //!
+//! ## An application's own context and PD
+//!
+//! An AH must live on the PD of the QP that sends with it. A program that
+//! already has its `ibv_context` and `ibv_pd` (a C runtime, the C API)
+//! hands them to [`IbverbsHal::from_raw_borrowed`]: udah creates its AHs on
+//! that PD and never closes the context nor deallocates the PD
+//! ([`Context::from_raw_borrowed`] and [`Pd::from_raw_borrowed`] are the
+//! pieces). The application keeps reading its asynchronous events and
+//! passes each to [`IbverbsHal::handle_async_event`].
+//!
 //! ## `unsafe`
 //!
 //! Only `ffi.rs` (layouts, pinned at compile time and checked against the
-//! installed headers by `tests/layout.rs`) and `verbs.rs` (the calls) contain
-//! `unsafe`; every block carries a `// SAFETY:` proof. C enums become Rust
+//! installed headers by `tests/layout.rs`), `verbs.rs` (the calls) and the
+//! two AH-slot calls in `hal.rs` (post and destroy through a pinned slot)
+//! contain `unsafe`; every block carries a `// SAFETY:` proof. C enums become Rust
 //! enums with an `Unknown(raw)` variant ([`enums`]).
 //!
 //! ## Hardware tests
@@ -53,12 +65,13 @@ pub mod error;
 pub mod ffi;
 pub mod gid;
 mod hal;
+mod slots;
 pub mod verbs;
 
 pub use enums::{EventType, GidKind, Mtu, PortLinkLayer, PortState, WcOpcode, WcStatus};
 pub use error::{Op, VerbFailure, VerbsError, kernel_has_rdma};
 pub use gid::{GidInfo, GidSource, PortGids};
-pub use hal::{HalStats, IbverbsHal, VerbsAh};
+pub use hal::{HalStats, IbverbsHal, MAX_AH_SLOTS, VerbsAh};
 pub use verbs::{
     AddressHandle, AsyncEvent, Context, Cq, Device, DeviceAttr, DeviceList, GidRecord, Mr, Pd, PortAttr, QpCaps,
     Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,

@@ -39,8 +39,8 @@ use crate::enums::{EventType, GidKind, Mtu, PortLinkLayer, PortState, WcOpcode, 
 use crate::error::{Op, VerbsError, errno, kernel_has_rdma};
 use crate::ffi::{
     RawAsyncEvent, ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_gid_entry,
-    ibv_global_route, ibv_mr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_recv_wr,
-    ibv_send_wr, ibv_sge, ibv_wc,
+    ibv_global_route, ibv_grh, ibv_mr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr,
+    ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_wc,
 };
 
 static TEARDOWN_FAILURES: AtomicU64 = AtomicU64::new(0);
@@ -213,7 +213,7 @@ impl Device<'_> {
         // owned by the `Context` built below and closed once in its `Drop`.
         let raw = unsafe { sys::ibv_open_device(self.raw.as_ptr()) };
         let raw = NonNull::new(raw).ok_or_else(|| VerbsError::verb(Op::OpenDevice, last_errno()).on_device(&name))?;
-        Ok(Context(Arc::new(ContextInner { raw, name })))
+        Ok(Context(Arc::new(ContextInner { raw, name, owned: true })))
     }
 }
 
@@ -224,6 +224,9 @@ impl Device<'_> {
 struct ContextInner {
     raw: NonNull<ibv_context>,
     name: String,
+    /// `false` for a context the application owns ([`Context::from_raw_borrowed`]):
+    /// never closed here.
+    owned: bool,
 }
 
 // SAFETY: an `ibv_context` may be used from any thread (verbs are thread
@@ -234,6 +237,9 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // the application's: it closes it
+        }
         // SAFETY: the context was opened by `ibv_open_device` and every child
         // object (PD, CQ, …) holds an `Arc` to this, so all are gone; closed
         // once.
@@ -332,6 +338,52 @@ fn zeroed_entry() -> ibv_gid_entry {
 }
 
 impl Context {
+    /// A context the application opened and owns: udah uses it and never
+    /// closes it (dropping every clone of the returned value leaves it
+    /// open).
+    ///
+    /// # Safety
+    ///
+    /// * `raw` is an open `ibv_context` (from `ibv_open_device`, or
+    ///   `rdma_cm`'s `id->verbs`);
+    /// * it stays open until every clone of the returned `Context`, and
+    ///   every object made through it (PDs, CQs, QPs, MRs, AHs, an
+    ///   [`IbverbsHal`](crate::IbverbsHal)), has been dropped;
+    /// * nobody else reads its asynchronous events while an event listener
+    ///   started on it runs (the listener would take them).
+    pub unsafe fn from_raw_borrowed(raw: NonNull<sys::ibv_context>) -> Context {
+        // SAFETY: the caller guarantees an open context; its `device` field
+        // is the device it was opened from, alive while the context is.
+        let dev = unsafe { (*raw.as_ptr()).device };
+        let name = if dev.is_null() {
+            String::new()
+        } else {
+            // SAFETY: `dev` is the context's live device; the function
+            // returns its name field or NULL.
+            let p = unsafe { sys::ibv_get_device_name(dev) };
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a non-NULL name is a NUL-terminated string inside
+                // the device struct, alive as long as the context.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        Context(Arc::new(ContextInner { raw, name, owned: false }))
+    }
+
+    /// The `ibv_context` pointer (for C callers and `ibv_*` calls udah does
+    /// not wrap). Valid while this value lives.
+    pub fn as_raw(&self) -> *mut sys::ibv_context {
+        self.ptr()
+    }
+
+    /// Whether udah closes this context when the last clone drops (`false`
+    /// for [`from_raw_borrowed`](Self::from_raw_borrowed)).
+    pub fn is_owned(&self) -> bool {
+        self.0.owned
+    }
+
     fn ptr(&self) -> *mut ibv_context {
         self.0.raw.as_ptr()
     }
@@ -472,6 +524,53 @@ impl Context {
         Ok((mac, vid))
     }
 
+    /// The real libibverbs `ibv_init_ah_from_wc` on this context (its GID
+    /// search queries the device on every call), for a receive completion
+    /// and its 40-byte GRH area: udah's reference. On failure the errno is
+    /// in [`VerbsError::errno`].
+    pub fn init_ah_from_wc(
+        &self,
+        port: u8,
+        wc: &WorkCompletion,
+        area: &[u8; 40],
+    ) -> Result<udah_core::ah::IbvAhAttr, VerbsError> {
+        let mut w = wc.to_c();
+        // SAFETY: `ibv_grh` is integers and GID unions; all-zero is valid.
+        let mut grh: ibv_grh = unsafe { core::mem::zeroed() };
+        const { assert!(size_of::<ibv_grh>() == 40) };
+        // SAFETY: `area` is 40 readable bytes, `grh` 40 writable bytes (size
+        // asserted above) of a distinct object; every byte pattern is a valid
+        // `ibv_grh` (integers and byte unions).
+        unsafe { core::ptr::copy_nonoverlapping(area.as_ptr(), (&raw mut grh).cast::<u8>(), 40) };
+        // SAFETY: `ibv_ah_attr` is integers and a byte union; all-zero is
+        // valid.
+        let mut out: ibv_ah_attr = unsafe { core::mem::zeroed() };
+        // SAFETY: the context is open; `w`, `grh` and `out` are valid,
+        // writable structs of the pinned layouts, alive for the call.
+        let ret = unsafe { sys::ibv_init_ah_from_wc(self.ptr(), port, &mut w, &mut grh, &mut out) };
+        check(Op::InitAhFromWc, ret).map_err(|e| e.on_device(self.name()).on_port(port))?;
+        // SAFETY: reading the byte view of the GID union, all 16 bytes
+        // initialised (zeroed, then written by C).
+        let dgid = unsafe { out.grh.dgid.raw };
+        Ok(udah_core::ah::IbvAhAttr {
+            grh: udah_core::ah::IbvGlobalRoute {
+                dgid,
+                flow_label: out.grh.flow_label,
+                sgid_index: out.grh.sgid_index,
+                hop_limit: out.grh.hop_limit,
+                traffic_class: out.grh.traffic_class,
+                reserved: 0,
+            },
+            dlid: out.dlid,
+            sl: out.sl,
+            src_path_bits: out.src_path_bits,
+            static_rate: out.static_rate,
+            is_global: out.is_global,
+            port_num: out.port_num,
+            reserved: 0,
+        })
+    }
+
     /// Allocates a protection domain.
     pub fn alloc_pd(&self) -> Result<Pd, VerbsError> {
         // SAFETY: the context is open; the PD is owned by the returned `Pd`,
@@ -479,7 +578,7 @@ impl Context {
         let raw = unsafe { sys::ibv_alloc_pd(self.ptr()) };
         let raw =
             NonNull::new(raw).ok_or_else(|| VerbsError::verb(Op::AllocPd, last_errno()).on_device(self.name()))?;
-        Ok(Pd(Arc::new(PdInner { raw, ctx: self.clone() })))
+        Ok(Pd(Arc::new(PdInner { raw, ctx: self.clone(), owned: true })))
     }
 
     /// Creates a completion queue with at least `cqe` entries.
@@ -502,6 +601,9 @@ impl Context {
 struct PdInner {
     raw: NonNull<ibv_pd>,
     ctx: Context,
+    /// `false` for the application's PD ([`Pd::from_raw_borrowed`]): never
+    /// deallocated here.
+    owned: bool,
 }
 
 // SAFETY: a PD may be used from any thread; only verbs touch the pointer.
@@ -511,6 +613,9 @@ unsafe impl Sync for PdInner {}
 
 impl Drop for PdInner {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // the application's: it deallocates it
+        }
         // SAFETY: the PD came from `ibv_alloc_pd`; every AH, MR and QP on it
         // holds an `Arc` to this, so they are gone; deallocated once. The
         // context is still open (`self.ctx` drops after this).
@@ -523,6 +628,37 @@ impl Drop for PdInner {
 pub struct Pd(Arc<PdInner>);
 
 impl Pd {
+    /// A protection domain the application allocated and owns, on `ctx`:
+    /// udah creates AHs, QPs and MRs on it and never deallocates it. Fails
+    /// with [`VerbsError::PdContextMismatch`] when the PD's own context is
+    /// not `ctx` (an AH must live on the PD, and so the context, of the QP
+    /// that sends with it).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live `ibv_pd` (from `ibv_alloc_pd`) and stays allocated
+    /// until every clone of the returned `Pd` and every object made on it
+    /// through udah has been dropped.
+    pub unsafe fn from_raw_borrowed(ctx: &Context, raw: NonNull<sys::ibv_pd>) -> Result<Pd, VerbsError> {
+        // SAFETY: the caller guarantees a live PD; `context` is a plain
+        // pointer field set by libibverbs when it allocated the PD.
+        let owner = unsafe { (*raw.as_ptr()).context };
+        if owner != ctx.ptr() {
+            return Err(VerbsError::PdContextMismatch { device: ctx.name().to_owned() });
+        }
+        Ok(Pd(Arc::new(PdInner { raw, ctx: ctx.clone(), owned: false })))
+    }
+
+    /// The `ibv_pd` pointer. Valid while this value lives.
+    pub fn as_raw(&self) -> *mut sys::ibv_pd {
+        self.0.raw.as_ptr()
+    }
+
+    /// Whether udah deallocates this PD when the last clone drops.
+    pub fn is_owned(&self) -> bool {
+        self.0.owned
+    }
+
     /// The context.
     pub fn context(&self) -> &Context {
         &self.0.ctx
@@ -716,6 +852,28 @@ impl WorkCompletion {
     }
 }
 
+impl WorkCompletion {
+    /// Back to the C struct (the fields this type keeps; the rest zero).
+    fn to_c(self) -> ibv_wc {
+        // SAFETY: `ibv_wc` is integers and a union of integers; all-zero is
+        // a valid value.
+        let mut w: ibv_wc = unsafe { core::mem::zeroed() };
+        w.wr_id = self.wr_id;
+        w.status = self.status.into();
+        w.opcode = self.opcode.into();
+        w.vendor_err = self.vendor_err;
+        w.byte_len = self.byte_len;
+        w.qp_num = self.qp_num;
+        w.src_qp = self.src_qp;
+        w.wc_flags = self.wc_flags;
+        w.pkey_index = self.pkey_index;
+        w.slid = self.slid;
+        w.sl = self.sl;
+        w.dlid_path_bits = self.dlid_path_bits;
+        w
+    }
+}
+
 impl From<&ibv_wc> for WorkCompletion {
     fn from(w: &ibv_wc) -> WorkCompletion {
         WorkCompletion {
@@ -823,6 +981,30 @@ impl AddressHandle {
     /// A token identifying this AH while it lives (its address).
     pub fn token(&self) -> u64 {
         self.raw.as_ptr() as usize as u64
+    }
+
+    /// Gives up ownership: the `ibv_ah` is no longer destroyed by this value
+    /// (nor its PD reference kept). The caller destroys it with
+    /// [`destroy_raw`](Self::destroy_raw) while the PD is alive.
+    pub(crate) fn into_raw(self) -> NonNull<ibv_ah> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this.pd` is read out once and never used again through
+        // `this`, which is not dropped; this releases the PD reference.
+        drop(unsafe { core::ptr::read(&this.pd) });
+        this.raw
+    }
+
+    /// `ibv_destroy_ah` of a pointer from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    ///
+    /// `raw` came from `into_raw` of an AH created on `pd`, has not been
+    /// destroyed yet, and no other thread uses it during or after the call.
+    pub(crate) unsafe fn destroy_raw(raw: NonNull<ibv_ah>, pd: &Pd) -> Result<(), VerbsError> {
+        // SAFETY: the caller guarantees a live AH that nobody else uses; it
+        // is destroyed exactly once, here. Its PD (`pd`) is alive.
+        let ret = unsafe { sys::ibv_destroy_ah(raw.as_ptr()) };
+        check(Op::DestroyAh, ret).map_err(|e| e.on_device(pd.context().name()))
     }
 
     /// `ibv_destroy_ah`, reporting failure. The AH is gone either way.
@@ -982,6 +1164,26 @@ impl UdQp {
 
     /// Posts one signalled UD send of `seg` to `dest` through `ah`.
     pub fn post_send(&self, ah: &AddressHandle, dest: UdDest, seg: Segment<'_>, wr_id: u64) -> Result<(), VerbsError> {
+        // SAFETY: `ah` is borrowed for the call, so it is alive and not
+        // destroyed until the call returns.
+        unsafe { self.post_send_raw(ah.raw, Some(ah.attr.port.get()), dest, seg, wr_id) }
+    }
+
+    /// [`post_send`](Self::post_send) through a bare `ibv_ah` pointer
+    /// (`port` only labels errors).
+    ///
+    /// # Safety
+    ///
+    /// `ah` is a live AH on this QP's PD (or one of the same context) and is
+    /// not destroyed before this call returns.
+    pub(crate) unsafe fn post_send_raw(
+        &self,
+        ah: NonNull<ibv_ah>,
+        port: Option<u8>,
+        dest: UdDest,
+        seg: Segment<'_>,
+        wr_id: u64,
+    ) -> Result<(), VerbsError> {
         let mut sge = seg.sge()?;
         // SAFETY: `ibv_send_wr` is integers, pointers and unions of those;
         // all-zero (NULL pointers) is a valid value.
@@ -991,14 +1193,20 @@ impl UdQp {
         wr.num_sge = 1;
         wr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND;
         wr.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        wr.wr.ud = sys::ud_t { ah: ah.raw.as_ptr(), remote_qpn: dest.qpn, remote_qkey: dest.qkey };
+        wr.wr.ud = sys::ud_t { ah: ah.as_ptr(), remote_qpn: dest.qpn, remote_qkey: dest.qkey };
         let mut bad: *mut ibv_send_wr = core::ptr::null_mut();
-        // SAFETY: the QP and the AH are alive for the call (borrowed); `wr`
-        // is one valid UD send whose SGE lies inside the registered region;
-        // the provider copies the request (and the AH's address vector)
-        // before returning.
+        // SAFETY: the QP is alive (borrowed) and the AH is alive for the call
+        // (the caller's contract); `wr` is one valid UD send whose SGE lies
+        // inside the registered region; the provider copies the request (and
+        // the AH's address vector) before returning.
         let ret = unsafe { sys::ibv_post_send(self.raw.as_ptr(), &mut wr, &mut bad) };
-        check(Op::PostSend, ret).map_err(|e| e.on_device(self.pd.context().name()).on_port(ah.attr.port.get()))
+        check(Op::PostSend, ret).map_err(|e| {
+            let e = e.on_device(self.pd.context().name());
+            match port {
+                Some(p) => e.on_port(p),
+                None => e,
+            }
+        })
     }
 }
 

@@ -179,3 +179,125 @@ fn ud_loopback_resolves_through_the_core() {
     hal.destroy_ah(back).unwrap();
     hal.destroy_ah(ah).unwrap();
 }
+
+/// N threads send through one backend and one shared AH (each on its own QP
+/// and CQ) while the main thread keeps creating and destroying other AHs:
+/// every send completes, nothing leaks. With the old backend every post
+/// serialised on one mutex (shared with create/destroy); now a post takes no
+/// lock (see `slots.rs` for the unit test that fails if one returns).
+#[test]
+#[ignore = "needs an RDMA device named by UDAH_TEST_DEVICE"]
+fn n_threads_send_through_one_backend() {
+    const THREADS: usize = 4;
+    const SENDS: u64 = 200;
+    let hal = std::sync::Arc::new(open());
+    let attr = self_attr(&hal);
+    let shared = hal.create_ah(&attr, None).unwrap();
+    let stop = std::sync::Arc::new(core::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for t in 0..THREADS {
+        let hal = hal.clone();
+        threads.push(std::thread::spawn(move || {
+            let ctx = hal.context();
+            let (scq, rcq) = (ctx.create_cq(16).unwrap(), ctx.create_cq(16).unwrap());
+            let qp = UdQp::create(hal.pd(), &scq, &rcq, QpCaps { max_send_wr: 4, max_recv_wr: 4 }).unwrap();
+            qp.to_rts(port(), 0, QKEY).unwrap();
+            let mut mr = hal.pd().reg_mr(256).unwrap();
+            mr.write(0, format!("thread {t}").as_bytes()).unwrap();
+            // To our own QP with no receive posted: the receiver drops it,
+            // the send still completes.
+            let dest = UdDest { qpn: qp.qp_num(), qkey: QKEY };
+            for i in 0..SENDS {
+                hal.post_send(&qp, shared, dest, Segment { mr: &mr, offset: 0, len: 16 }, i).unwrap();
+                let wc = wait(&scq, WcOpcode::Send);
+                assert_eq!(wc.wr_id, i);
+            }
+            SENDS
+        }));
+    }
+    let churn = {
+        let (hal, stop) = (hal.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(core::sync::atomic::Ordering::Relaxed) {
+                let ah = hal.create_ah(&attr, None).unwrap();
+                hal.destroy_ah(ah).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let sent: u64 = threads.into_iter().map(|h| h.join().unwrap()).sum();
+    stop.store(true, core::sync::atomic::Ordering::Relaxed);
+    let churned = churn.join().unwrap();
+    assert_eq!(sent, THREADS as u64 * SENDS);
+    assert!(churned > 0);
+    hal.destroy_ah(shared).unwrap();
+    assert_eq!(hal.stats().live_ahs, 0);
+    assert!(hal.ah_capacity() >= 1);
+    println!("n_threads_send_through_one_backend: {sent} sends on {THREADS} threads, {churned} AH create/destroy");
+}
+
+/// An application's own context and PD, borrowed by udah: AHs udah creates
+/// live on the application's PD (a QP of the application on that PD sends
+/// through them), and after the backend is dropped the application still
+/// uses, deallocates and closes its objects successfully.
+#[test]
+#[ignore = "needs an RDMA device named by UDAH_TEST_DEVICE"]
+#[allow(unsafe_code)]
+fn borrowed_context_and_pd() {
+    use rdma_mummy_sys as sys;
+    let dev = device();
+    let mut n = 0;
+    // SAFETY: `n` is writable; the list is freed below.
+    let list = unsafe { sys::ibv_get_device_list(&mut n) };
+    assert!(!list.is_null(), "ibv_get_device_list");
+    // SAFETY: `list` holds `n` device pointers.
+    let devs = unsafe { core::slice::from_raw_parts(list, usize::try_from(n).unwrap()) };
+    let d = devs
+        .iter()
+        .copied()
+        .find(|&d| {
+            // SAFETY: `d` is a device of the live list.
+            let p = unsafe { sys::ibv_get_device_name(d) };
+            // SAFETY: a device's name is a NUL-terminated string in it.
+            let name = unsafe { core::ffi::CStr::from_ptr(p) };
+            name.to_str() == Ok(dev.as_str())
+        })
+        .expect("device in the list");
+    // SAFETY: `d` is a device of the live list.
+    let ctx = unsafe { sys::ibv_open_device(d) };
+    // SAFETY: the list is not used after this (the context stays valid).
+    unsafe { sys::ibv_free_device_list(list) };
+    assert!(!ctx.is_null());
+    // SAFETY: `ctx` is open.
+    let pd = unsafe { sys::ibv_alloc_pd(ctx) };
+    assert!(!pd.is_null());
+    {
+        // SAFETY: `ctx` and `pd` stay valid until after this block, which
+        // drops the backend and everything made through it.
+        let hal = unsafe { IbverbsHal::from_raw_borrowed(ctx, pd, port()) }.unwrap();
+        assert_eq!(hal.pd().as_raw(), pd);
+        assert!(!hal.context().is_owned() && !hal.pd().is_owned());
+        let cq = hal.context().create_cq(4).unwrap();
+        let qp = UdQp::create(hal.pd(), &cq, &cq, QpCaps { max_send_wr: 2, max_recv_wr: 2 }).unwrap();
+        qp.to_rts(port(), 0, QKEY).unwrap();
+        let mr = hal.pd().reg_mr(64).unwrap();
+        let ah = hal.create_ah(&self_attr(&hal), None).unwrap();
+        hal.post_send(&qp, ah, UdDest { qpn: qp.qp_num(), qkey: QKEY }, Segment { mr: &mr, offset: 0, len: 8 }, 1)
+            .unwrap();
+        wait(&cq, WcOpcode::Send);
+        // The AH is left alive: dropping the backend destroys it (on the
+        // application's PD), not the PD.
+        // SAFETY: as above (refused before anything is kept).
+        let bad = unsafe { IbverbsHal::from_raw_borrowed(ctx, pd, 0) };
+        assert!(matches!(bad, Err(VerbsError::PortNotFound { .. })), "{bad:?}");
+    }
+    // The application's PD is still allocated (udah did not free it) and
+    // empty (udah destroyed its AH, QP and MR: else EBUSY).
+    // SAFETY: `pd` is live and unused by anything else now.
+    assert_eq!(unsafe { sys::ibv_dealloc_pd(pd) }, 0, "udah left the PD allocated and empty");
+    // SAFETY: `ctx` is open and has no children left.
+    assert_eq!(unsafe { sys::ibv_close_device(ctx) }, 0, "udah left the context open");
+    assert_eq!(udah_hal_ibverbs::teardown_failures(), 0);
+}

@@ -58,8 +58,12 @@ pub enum FrontFill {
 pub struct Quirks {
     /// What the undefined front of an IPv4 area holds.
     pub front_fill: FrontFill,
-    /// irdma: the IPv4 header is written with a zero checksum field.
+    /// irdma (and rxe on its loopback path): the IPv4 header is written
+    /// with a zero checksum field.
     pub irdma_zero_ipv4_checksum: bool,
+    /// rxe: the NIC writes all 40 bytes of an IPv4 area, zeros in bytes
+    /// 0..20, so a consumer's stamp is overwritten (see [`Quirks::rxe`]).
+    pub rxe_zero_front: bool,
     /// mlx5: RoCE UD completions carry the packet type (0 GRH, 1 IPv6,
     /// 2 IPv4) in the low bits of `wc.sl`.
     pub mlx5_sl_packet_type: bool,
@@ -68,6 +72,23 @@ pub struct Quirks {
     /// AHs are built in the kernel, which replaces the hop limit of unicast
     /// RoCE destinations with the route's (irdma); `None` keeps the user's.
     pub route_hop_limit: Option<u8>,
+}
+
+impl Quirks {
+    /// Soft-RoCE (`rdma_rxe`, Linux 6.1, seen on the project's guest): for a
+    /// RoCE v2/IPv4 packet it zeroes bytes 0..20 of the receive area (over
+    /// any stamp) and writes the IPv4 header at 20..40 with checksum 0x0000;
+    /// no network type is reported and `wc.sl` is 0.
+    pub const fn rxe() -> Quirks {
+        Quirks {
+            front_fill: FrontFill::Zero,
+            irdma_zero_ipv4_checksum: true,
+            rxe_zero_front: true,
+            mlx5_sl_packet_type: false,
+            report_network_type: false,
+            route_hop_limit: None,
+        }
+    }
 }
 
 /// Fault injection and cost model for AH creation on a port.
@@ -806,6 +827,7 @@ fn route(
         let quirks = p.quirks;
         if net == NetworkType::Ipv4 {
             let front: [u8; 20] = match (p.stamp, quirks.front_fill) {
+                _ if quirks.rxe_zero_front => [0; 20],
                 (Some(stamp), _) => stamp,
                 (None, FrontFill::Zero) => [0; 20],
                 (None, FrontFill::Stale) => p.last_front,

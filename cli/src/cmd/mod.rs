@@ -6,12 +6,8 @@ pub(crate) mod conform;
 pub(crate) mod demo;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod devices;
-// Without the verbs backend, the parts of `serve` and `ping` only it uses
-// (the engine, the destination parser, their imports) are unused.
-#[cfg_attr(not(feature = "ibverbs"), allow(dead_code, unused_imports))]
 pub(crate) mod ping;
 pub(crate) mod replay;
-#[cfg_attr(not(feature = "ibverbs"), allow(dead_code, unused_imports))]
 pub(crate) mod serve;
 
 /// Exit code of a verbs command (`devices`, `serve/ping --hal ibverbs`) in a

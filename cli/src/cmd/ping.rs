@@ -9,9 +9,13 @@ use core::time::Duration;
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[cfg(feature = "ibverbs")]
 use udah_core::LinkLayer;
+#[cfg(feature = "ibverbs")]
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+#[cfg(feature = "ibverbs")]
 use udah_core::hal::Hal;
+#[cfg(any(feature = "ibverbs", test))]
 use udah_core::wire::Gid;
 #[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
@@ -19,9 +23,9 @@ use udah_hal_mock::responder::{Mode, Responder};
 
 #[cfg(feature = "ibverbs")]
 use super::devices::fail;
-use super::serve::{DEFAULT_QKEY, HalKind, MockLink, mock_setup, parse_u32};
+use super::serve::{DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, mock_setup, parse_u32};
 #[cfg(feature = "ibverbs")]
-use super::serve::{VerbsPort, default_gid_index};
+use super::serve::{PingpongAddr, VerbsPort, default_gid_index, pingpong_client_exchange, pingpong_psn};
 
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
@@ -49,13 +53,15 @@ pub(crate) struct Args {
     /// Destination QP number (ibverbs).
     #[arg(long, value_parser = parse_u32)]
     qpn: Option<u32>,
-    /// Q_Key.
-    #[arg(long, default_value_t = DEFAULT_QKEY, value_parser = parse_u32)]
+    /// Q_Key (hex `0x…` or decimal).
+    #[arg(long, default_value = DEFAULT_QKEY_HEX, value_parser = parse_u32)]
     qkey: u32,
     /// Requests to send.
     #[arg(long, short = 'n', default_value_t = 10)]
     count: u64,
-    /// Payload bytes (at least 8: the sequence number).
+    /// Payload bytes: at least 8 (the sequence number), at most the port's
+    /// active MTU (a UD message is one packet; the mock fabric's MTU is
+    /// 4096); anything else is refused up front.
     #[arg(long, short = 's', default_value_t = 64)]
     size: usize,
     /// Milliseconds to wait for each reply.
@@ -70,10 +76,75 @@ pub(crate) struct Args {
     /// Link layer of the simulated fabric (mock).
     #[arg(long, value_enum, default_value_t = MockLink::Roce)]
     link: MockLink,
+    /// Drive an unmodified `ibv_ud_pingpong` server (or `udah serve
+    /// --ud-pingpong`) at this host (`host` or `host:port`, TCP port 18515 by
+    /// default): the destination GID/LID and QPN come from its address
+    /// exchange instead of `--dest`/`--qpn`. Use the server's `-n` as
+    /// `--count` and its `-s` as `--size` (ibverbs).
+    #[arg(long, value_name = "SERVER")]
+    ud_pingpong: Option<String>,
+}
+
+/// The MTU `ping --hal mock` enforces (the mock fabric has none; 4096 is
+/// RoCE's largest).
+const MOCK_MTU: usize = 4096;
+
+/// The smallest payload: the sequence number.
+const MIN_SIZE: usize = 8;
+
+/// The command-line mistakes `ping` refuses before doing anything.
+fn validate(args: &Args) -> Result<(), String> {
+    if args.size < MIN_SIZE {
+        return Err(format!("--size {}: at least {MIN_SIZE} bytes (the sequence number)", args.size));
+    }
+    if args.port == 0 {
+        return Err("--port 0: port numbers start at 1".into());
+    }
+    if args.hal == HalKind::Mock {
+        if args.size > MOCK_MTU {
+            return Err(format!("--size {}: above the MTU ({MOCK_MTU} on the mock fabric)", args.size));
+        }
+        if args.port != 1 {
+            return Err(format!("--port {}: the mock fabric's client is port 1", args.port));
+        }
+        for (set, flag) in [
+            (args.dest.is_some(), "--dest"),
+            (args.qpn.is_some(), "--qpn"),
+            (args.dlid.is_some(), "--dlid"),
+            (args.gid_index.is_some(), "--gid-index"),
+            (args.device.is_some(), "--device"),
+            (args.ud_pingpong.is_some(), "--ud-pingpong"),
+        ] {
+            if set {
+                return Err(format!("{flag} is for --hal ibverbs (the mock fabric has its own server)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Some(message)` when the local GID `local` (index `idx`) and the
+/// destination are of different address families: RoCE v2 cannot send from
+/// an IPv6 GID to an IPv4 address or back (the kernel answers EINVAL).
+#[cfg(any(feature = "ibverbs", test))]
+fn family_mismatch(dest: Gid, idx: u32, local: Gid) -> Option<String> {
+    let fam = |g: Gid| if g.is_ipv4_mapped() { "IPv4" } else { "IPv6" };
+    (dest.is_ipv4_mapped() != local.is_ipv4_mapped()).then(|| {
+        format!(
+            "GID index {idx} is {local} ({}) but the destination {dest} is {}: pick a GID index of the same \
+             address family (see `udah devices`)",
+            fam(local),
+            fam(dest)
+        )
+    })
 }
 
 /// Runs `udah ping`.
 pub(crate) fn run(args: &Args) -> ExitCode {
+    if let Err(m) = validate(args) {
+        eprintln!("udah ping: {m}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     match args.hal {
         HalKind::Mock => ping_mock(args),
         #[cfg(not(feature = "ibverbs"))]
@@ -84,14 +155,18 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(PingError::Verbs(e)) => fail(&e),
             Err(PingError::Usage(m)) => {
                 eprintln!("udah ping: {m}");
-                ExitCode::from(2)
+                ExitCode::from(EXIT_USAGE)
+            }
+            Err(PingError::Exchange(m)) => {
+                eprintln!("udah ping: {m}");
+                ExitCode::FAILURE
             }
         },
     }
 }
 
 fn payload(seq: u64, size: usize) -> Vec<u8> {
-    let mut p = vec![0u8; size.max(8)];
+    let mut p = vec![0u8; size.max(MIN_SIZE)];
     p[..8].copy_from_slice(&seq.to_be_bytes());
     for (i, b) in p.iter_mut().enumerate().skip(8) {
         *b = i as u8;
@@ -155,7 +230,7 @@ fn ping_mock(args: &Args) -> ExitCode {
         resp.qpn().0,
         args.qkey,
         args.count,
-        args.size.max(8)
+        args.size
     );
     let mut rtts = Rtts::default();
     let start = Instant::now();
@@ -192,6 +267,8 @@ fn ping_mock(args: &Args) -> ExitCode {
 enum PingError {
     Verbs(VerbsError),
     Usage(String),
+    /// The `--ud-pingpong` TCP exchange failed.
+    Exchange(String),
 }
 
 #[cfg(feature = "ibverbs")]
@@ -202,12 +279,14 @@ impl From<VerbsError> for PingError {
 }
 
 /// A `--dest` value.
+#[cfg(any(feature = "ibverbs", test))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dest {
     Gid(Gid),
     Lid(u16),
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 fn parse_dest(s: &str) -> Result<Dest, String> {
     if let Ok(a) = s.parse::<core::net::Ipv6Addr>() {
         return Ok(Dest::Gid(a.into()));
@@ -221,13 +300,51 @@ fn parse_dest(s: &str) -> Result<Dest, String> {
 
 #[cfg(feature = "ibverbs")]
 fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
-    let dest = parse_dest(args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?)
-        .map_err(PingError::Usage)?;
-    let qpn = args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?;
+    let given = match &args.ud_pingpong {
+        None => {
+            let d = args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?;
+            let dest = parse_dest(d).map_err(PingError::Usage)?;
+            Some((dest, args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?))
+        }
+        Some(_) if args.dest.is_some() || args.qpn.is_some() => {
+            return Err(PingError::Usage(
+                "--ud-pingpong takes the destination from the exchange: no --dest/--qpn".into(),
+            ));
+        }
+        Some(_) => None,
+    };
     let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, 16)?;
     let port = PortNum::new(args.port).ok_or_else(|| PingError::Usage("port 0".into()))?;
     let info = vp.hal.port_info(args.port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
+    let mut exchanged_lid = None;
+    let (dest, qpn) = match (given, &args.ud_pingpong) {
+        (Some(g), _) => g,
+        (None, server) => {
+            let server = server.as_deref().unwrap_or_default();
+            let gids = vp.hal.port_gids(args.port)?;
+            // Ours goes first, before we know the server's family: -g, else
+            // the first RoCE v2 IPv4 GID (ibv_ud_pingpong sends a zero GID
+            // without -g, which only works on InfiniBand).
+            let gid = match args.gid_index.or_else(|| default_gid_index(&gids, Some(true)).filter(|_| roce)) {
+                Some(i) => {
+                    gids.entries.iter().find(|e| e.record.index == i).map(|e| e.record.gid).ok_or_else(|| {
+                        VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i }
+                    })?
+                }
+                None => Gid([0; 16]),
+            };
+            let ours = PingpongAddr { lid: info.lid, qpn: vp.qp.qp_num(), psn: pingpong_psn(), gid };
+            let theirs = pingpong_client_exchange(server, ours)
+                .map_err(|e| PingError::Exchange(format!("--ud-pingpong {server}: address exchange: {e}")))?;
+            println!("ud-pingpong: local address {ours}; remote address {theirs}");
+            exchanged_lid = Some(theirs.lid);
+            // ibv_ud_pingpong uses a GRH when the GID's interface id is set.
+            let dest =
+                if theirs.gid.0[8..].iter().any(|&b| b != 0) { Dest::Gid(theirs.gid) } else { Dest::Lid(theirs.lid) };
+            (dest, theirs.qpn)
+        }
+    };
     let attr = match dest {
         Dest::Lid(_) if roce => return Err(PingError::Usage("a RoCE port needs a GID (or IPv4) destination".into())),
         Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
@@ -238,17 +355,21 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
                 None => default_gid_index(&gids, Some(g.is_ipv4_mapped()))
                     .ok_or_else(|| PingError::Usage("the port has no GID".into()))?,
             };
-            if !gids.entries.iter().any(|e| e.record.index == idx) {
+            let Some(local) = gids.entries.iter().find(|e| e.record.index == idx) else {
                 return Err(VerbsError::GidNotFound {
                     device: vp.hal.device().to_owned(),
                     port: args.port,
                     index: idx,
                 }
                 .into());
+            };
+            if roce && let Some(m) = family_mismatch(g, idx, local.record.gid) {
+                return Err(PingError::Usage(m));
             }
             let dlid = match args.dlid {
                 Some(l) => u16::try_from(l).map_err(|_| PingError::Usage(format!("--dlid {l} is above 0xffff")))?,
                 None if roce => 0,
+                None if exchanged_lid.is_some() => exchanged_lid.unwrap_or_default(),
                 None => return Err(PingError::Usage("on InfiniBand a GID destination also needs --dlid".into())),
             };
             AhAttr {
@@ -267,8 +388,14 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
             }
         }
     };
+    if args.size > vp.mtu {
+        return Err(PingError::Usage(format!(
+            "--size {}: above the port's active MTU {} (a UD message is one packet)",
+            args.size, vp.mtu
+        )));
+    }
+    let size = args.size;
     let ah = vp.hal.create_ah(&attr, None)?;
-    let size = args.size.clamp(8, vp.mtu);
     println!(
         "pinging {} QPN {qpn:#x} Q_Key {:#x} from {} port {} QPN {:#x}: {} request(s) of {size} bytes",
         args.dest.as_deref().unwrap_or_default(),
@@ -358,6 +485,19 @@ mod tests {
         assert_eq!(parse_dest("0x12"), Ok(Dest::Lid(0x12)));
         assert_eq!(parse_dest("7"), Ok(Dest::Lid(7)));
         assert!(parse_dest("70000").is_err() && parse_dest("nope").is_err());
+    }
+
+    #[test]
+    fn address_families_must_match() {
+        let v4 = Gid::from_ipv4([10, 0, 0, 1]);
+        let v6: Gid = "fd00::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+        let ll: Gid = "fe80::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+        assert_eq!(family_mismatch(v4, 1, Gid::from_ipv4([10, 0, 0, 2])), None);
+        assert_eq!(family_mismatch(v6, 2, ll), None);
+        let m = family_mismatch(v4, 2, v6).unwrap();
+        assert!(m.contains("GID index 2") && m.contains("(IPv6)") && m.contains("is IPv4"), "{m}");
+        let m = family_mismatch(ll, 1, v4).unwrap();
+        assert!(m.contains("(IPv4)") && m.contains("is IPv6"), "{m}");
     }
 
     #[test]

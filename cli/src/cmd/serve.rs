@@ -11,18 +11,33 @@
 //!   `--peers` simulated clients sending `--count` requests, through
 //!   hal-mock's `Responder`.
 
+use core::sync::atomic::{AtomicBool, Ordering};
+#[cfg(any(feature = "ibverbs", test))]
 use core::time::Duration;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use udah_core::ah::{AhAttr, libibverbs};
-use udah_core::hal::{AhToken, Hal};
-use udah_core::table::{AhHandle, AhTable};
-use udah_core::wire::{AREA_LEN, Area, Evidence, Gid, Stamp};
-use udah_core::{GidTable, GidType, LinkLayer};
+use udah_core::GidType;
+use udah_core::ah::AhAttr;
+#[cfg(feature = "ibverbs")]
+use udah_core::ah::IbvAhAttr;
+use udah_core::hal::Hal;
+#[cfg(any(feature = "ibverbs", test))]
+use udah_core::wire::AREA_LEN;
+use udah_core::wire::Gid;
+#[cfg(any(feature = "ibverbs", test))]
+use udah_core::{
+    GidTable, LinkLayer,
+    ah::AttrError,
+    ah::libibverbs,
+    hal::AhToken,
+    table::{AhHandle, AhTable, ResolveError, TableError},
+    wire::{Area, Evidence, Stamp},
+};
 #[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{
-    GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
+    Context, GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use udah_hal_mock::responder::{Mode, Responder};
 use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
@@ -48,12 +63,20 @@ pub(crate) enum MockLink {
     Ib,
 }
 
-/// The Q_Key both sides use by default (`ibv_ud_pingpong`'s).
+/// The Q_Key both sides use by default (`ibv_ud_pingpong`'s), as `--help`
+/// shows it (Q_Keys are read in hex).
+pub(crate) const DEFAULT_QKEY_HEX: &str = "0x11111111";
+/// [`DEFAULT_QKEY_HEX`] as a number.
+#[cfg(test)]
 pub(crate) const DEFAULT_QKEY: u32 = 0x1111_1111;
+/// Exit code of a command-line mistake found before anything runs.
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 /// GID-table snapshot capacity.
+#[cfg(any(feature = "ibverbs", test))]
 pub(crate) const GIDS: usize = 1024;
 /// AH-table capacity.
+#[cfg(any(feature = "ibverbs", test))]
 const AHS: usize = 1024;
 
 /// Arguments of `udah serve`.
@@ -73,10 +96,12 @@ pub(crate) struct Args {
     /// Replies use the index the core finds for each request.
     #[arg(long, short = 'g')]
     gid_index: Option<u32>,
-    /// Q_Key.
-    #[arg(long, default_value_t = DEFAULT_QKEY, value_parser = parse_u32)]
+    /// Q_Key (hex `0x…` or decimal).
+    #[arg(long, default_value = DEFAULT_QKEY_HEX, value_parser = parse_u32)]
     qkey: u32,
-    /// Stop after answering this many requests (0: run until killed).
+    /// Stop after answering this many requests (0: run until SIGINT or
+    /// SIGTERM, which print the final statistics and exit as at the end of
+    /// a count: 0 when every request was answered).
     #[arg(long, short = 'n', default_value_t = 1000)]
     count: u64,
     /// Pre-stamp every receive area so the header type is known from the
@@ -95,6 +120,79 @@ pub(crate) struct Args {
     /// Seconds between progress lines (ibverbs; 0: none).
     #[arg(long, default_value_t = 1)]
     stats_interval: u64,
+    /// Also compute every request's attribute with the real libibverbs
+    /// `ibv_init_ah_from_wc` on the same context and port, compare it field
+    /// by field with udah's, and time both; prints `check-libibverbs: N
+    /// compared, M mismatches; udah X ns/WC, libibverbs Y ns/WC, ratio Y/X`
+    /// at exit (exit code 1 on any mismatch) (ibverbs).
+    #[arg(long)]
+    check_libibverbs: bool,
+    /// Before serving, answer one `ibv_ud_pingpong` client's address
+    /// exchange on TCP port 18515 (run the client with the same `-n` as
+    /// `--count`, `-s` at most the MTU, and `-g` of the same address
+    /// family); replies still go where each completion says, not to the
+    /// exchanged address (ibverbs).
+    #[arg(long)]
+    ud_pingpong: bool,
+}
+
+/// The command-line mistakes `serve` refuses before doing anything.
+fn validate(args: &Args) -> Result<(), String> {
+    if args.port == 0 {
+        return Err("--port 0: port numbers start at 1".into());
+    }
+    if args.hal == HalKind::Mock {
+        if args.peers == 0 {
+            return Err("--peers 0: the mock fabric needs at least 1 simulated client".into());
+        }
+        if args.port != 1 {
+            return Err(format!("--port {}: the mock fabric's server is port 1", args.port));
+        }
+        for (set, flag) in [
+            (args.device.is_some(), "--device"),
+            (args.gid_index.is_some(), "--gid-index"),
+            (args.check_libibverbs, "--check-libibverbs"),
+            (args.ud_pingpong, "--ud-pingpong"),
+        ] {
+            if set {
+                return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
+            }
+        }
+        if args.stamp && args.link == MockLink::Ib {
+            return Err("--stamp tells RoCE v2/IPv4 headers apart; an InfiniBand packet always has a GRH: \
+                        not with --link ib"
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// Set by SIGINT and SIGTERM once [`stop_on_signals`] has run.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set a flag instead of killing the process, so
+/// that `serve` prints its final statistics and exits normally. `libc`'s
+/// `sigaction` with an `AtomicBool` (no new dependency: libc is already in
+/// the build through rdma-mummy-sys). No `SA_RESTART`: the loops poll.
+pub(crate) fn stop_on_signals() -> &'static AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `sigaction` is plain data; all-zero is an empty mask with
+        // no flags (Linux).
+        let mut sa: libc::sigaction = unsafe { core::mem::zeroed() };
+        sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: `sa` is a valid action whose handler only does an atomic
+        // store (async-signal-safe); the old action is not asked for (NULL).
+        let r = unsafe { libc::sigaction(sig, &sa, core::ptr::null_mut()) };
+        if r != 0 {
+            eprintln!("udah: cannot install the handler for signal {sig}: {}", std::io::Error::last_os_error());
+        }
+    }
+    &STOP
 }
 
 /// Parses decimal or `0x` hexadecimal.
@@ -108,6 +206,10 @@ pub(crate) fn parse_u32(s: &str) -> Result<u32, String> {
 
 /// Runs `udah serve`.
 pub(crate) fn run(args: &Args) -> ExitCode {
+    if let Err(m) = validate(args) {
+        eprintln!("udah serve: {m}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     match args.hal {
         HalKind::Mock => serve_mock(args),
         #[cfg(feature = "ibverbs")]
@@ -201,7 +303,7 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
 }
 
 fn serve_mock(args: &Args) -> ExitCode {
-    let setup = match mock_setup(args.link, args.peers.max(1), args.qkey) {
+    let setup = match mock_setup(args.link, args.peers, args.qkey) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("udah: mock fabric: {e}");
@@ -216,20 +318,23 @@ fn serve_mock(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let count = if args.count == 0 { 1000 } else { args.count };
+    let stop = stop_on_signals();
+    let count = args.count;
     println!(
-        "serving (mock fabric, {:?}) at {} QPN {:#x} Q_Key {:#x}; {} simulated client(s), {count} request(s)",
+        "serving (mock fabric, {:?}) at {} QPN {:#x} Q_Key {:#x}; {} simulated client(s), {}",
         args.link,
         setup.server_addr,
         resp.qpn().0,
         args.qkey,
-        setup.clients.len()
+        setup.clients.len(),
+        if count == 0 { "until SIGINT/SIGTERM".to_owned() } else { format!("{count} request(s)") }
     );
     let start = Instant::now();
     let (mut answered, mut failed, mut echoed, mut wrong) = (0u64, 0u64, 0u64, 0u64);
     let mut sent = 0u64;
-    while sent < count {
-        let batch: Vec<_> = setup.clients.iter().take(usize::try_from(count - sent).unwrap_or(usize::MAX)).collect();
+    while (count == 0 || sent < count) && !stop.load(Ordering::Relaxed) {
+        let left = if count == 0 { usize::MAX } else { usize::try_from(count - sent).unwrap_or(usize::MAX) };
+        let batch: Vec<_> = setup.clients.iter().take(left).collect();
         for (i, (_, qpn, ah)) in batch.iter().enumerate() {
             let payload = format!("request {} from client {i}", sent + i as u64).into_bytes();
             if let Err(e) = setup.fabric.post_send(*qpn, *ah, resp.qpn(), args.qkey, &payload) {
@@ -257,6 +362,9 @@ fn serve_mock(args: &Args) -> ExitCode {
     }
     let el = start.elapsed();
     let c = setup.fabric.counters();
+    if stop.load(Ordering::Relaxed) {
+        println!("stopped by a signal");
+    }
     println!(
         "requests {sent}, answered {answered}, failed {failed}, echoes received {echoed}, wrong {wrong}, AHs {}, \
          fabric delivered {} dropped {}, {:.3} s, {:.0} req/s",
@@ -272,27 +380,37 @@ fn serve_mock(args: &Args) -> ExitCode {
 // ---------------------------------------------------------------------------
 // The responder core, generic over the backend
 
+#[cfg(any(feature = "ibverbs", test))]
 /// Why a completion was not answered.
 #[derive(Debug)]
 pub(crate) enum ServeError<E> {
-    /// The libibverbs profile failed.
-    Attr(String),
+    /// The libibverbs profile refused the completion (the header type, the
+    /// GID search, ...).
+    Attr(libibverbs::IbvFailure),
+    /// The profile's attribute is not a valid AH attribute (an SL above 15).
+    InvalidAttr(AttrError),
     /// The AH table or backend failed.
-    Table(String),
+    Table(TableError<E>),
     /// Re-snapshotting the GID table failed.
     Snapshot(E),
+    /// A failure of the table's `resolve` of a kind added after this code.
+    Resolve(ResolveError<E>),
 }
 
-impl<E: core::fmt::Display> core::fmt::Display for ServeError<E> {
+#[cfg(any(feature = "ibverbs", test))]
+impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ServeError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
+            ServeError::InvalidAttr(e) => write!(f, "AH attribute: {e}"),
             ServeError::Table(e) => write!(f, "AH table: {e}"),
             ServeError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            ServeError::Resolve(e) => write!(f, "AH: {e}"),
         }
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 /// GID snapshot + AH table of one port: completion → AH handle, with the
 /// snapshot re-taken (and stale AHs retired) whenever the backend's GID
 /// generation moves.
@@ -310,6 +428,7 @@ where
     pub(crate) retired: u64,
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl<H: Hal> Engine<H>
 where
     H::Ah: AhToken,
@@ -356,14 +475,16 @@ where
         self.refresh(hal)?;
         match self.stamp {
             None => self.table.resolve(hal, &self.gids, self.port, wc, area).map_err(|e| match e {
-                udah_core::table::ResolveError::Table(t) => ServeError::Table(t.to_string()),
-                other => ServeError::Attr(other.to_string()),
+                ResolveError::Table(t) => ServeError::Table(t),
+                ResolveError::Attr(f) => ServeError::Attr(f),
+                ResolveError::InvalidAttr(a) => ServeError::InvalidAttr(a),
+                other => ServeError::Resolve(other),
             }),
             Some(s) => {
                 let c = libibverbs::init_ah_from_wc_with(&self.gids, self.port, wc, Some(area), Evidence::Stamped(s))
-                    .map_err(|f| ServeError::Attr(f.error.to_string()))?;
-                let attr = AhAttr::try_from(&c).map_err(|e| ServeError::Attr(e.to_string()))?;
-                self.table.get_or_create(hal, &attr).map_err(|e| ServeError::Table(e.to_string()))
+                    .map_err(ServeError::Attr)?;
+                let attr = AhAttr::try_from(&c).map_err(ServeError::InvalidAttr)?;
+                self.table.get_or_create(hal, &attr).map_err(ServeError::Table)
             }
         }
     }
@@ -375,6 +496,7 @@ where
     }
 }
 
+#[cfg(any(feature = "ibverbs", test))]
 impl<H: Hal> core::fmt::Debug for Engine<H>
 where
     H::Ah: AhToken,
@@ -382,6 +504,178 @@ where
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Engine").field("port", &self.port).field("generation", &self.gids.generation()).finish()
     }
+}
+
+// ---------------------------------------------------------------------------
+// ibv_ud_pingpong's address exchange
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The TCP port `ibv_ud_pingpong` exchanges addresses on.
+pub(crate) const UD_PINGPONG_PORT: u16 = 18515;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Length of one exchange message: `LLLL:QQQQQQ:PPPPPP:` then 32 hex digits
+/// of GID and a NUL.
+const UD_PINGPONG_MSG: usize = 52;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// One side's address as `ibv_ud_pingpong` exchanges it over TCP: the text
+/// `%04x:%06x:%06x:` + the GID's 16 bytes as 32 hex digits (in wire order),
+/// NUL-padded to [`UD_PINGPONG_MSG`] bytes. The client writes its message
+/// first, the server answers with its own, the client then writes `done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PingpongAddr {
+    /// Port LID (0 on RoCE).
+    pub(crate) lid: u16,
+    /// UD QP number.
+    pub(crate) qpn: u32,
+    /// Packet sequence number (unused by UD, exchanged anyway).
+    pub(crate) psn: u32,
+    /// The GID the side sends from (all zero: no GRH, IB only).
+    pub(crate) gid: Gid,
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl PingpongAddr {
+    /// The message bytes.
+    pub(crate) fn to_wire(self) -> [u8; UD_PINGPONG_MSG] {
+        let mut text = format!("{:04x}:{:06x}:{:06x}:", self.lid, self.qpn & 0xff_ffff, self.psn & 0xff_ffff);
+        for b in self.gid.0 {
+            text.push_str(&format!("{b:02x}"));
+        }
+        let mut out = [0u8; UD_PINGPONG_MSG];
+        let n = text.len().min(UD_PINGPONG_MSG - 1);
+        out[..n].copy_from_slice(&text.as_bytes()[..n]);
+        out
+    }
+
+    /// Parses a message (up to its first NUL).
+    pub(crate) fn parse(msg: &[u8]) -> Result<PingpongAddr, String> {
+        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+        let text = core::str::from_utf8(&msg[..end]).map_err(|_| "the address is not text".to_owned())?;
+        let bad = || format!("{text:?} is not LID:QPN:PSN:GID (ibv_ud_pingpong's address format)");
+        let mut f = text.split(':');
+        let (Some(lid), Some(qpn), Some(psn), Some(gid), None) = (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(bad());
+        };
+        let hex = |v: &str| u32::from_str_radix(v, 16).map_err(|_| bad());
+        if gid.len() != 32 {
+            return Err(bad());
+        }
+        let mut g = [0u8; 16];
+        for (i, b) in g.iter_mut().enumerate() {
+            *b = u8::from_str_radix(gid.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        }
+        Ok(PingpongAddr {
+            lid: u16::try_from(hex(lid)?).map_err(|_| bad())?,
+            qpn: hex(qpn)?,
+            psn: hex(psn)?,
+            gid: Gid(g),
+        })
+    }
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl core::fmt::Display for PingpongAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "LID {:#06x}, QPN {:#08x}, PSN {:#08x}, GID {}", self.lid, self.qpn, self.psn, self.gid)
+    }
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Reads until `buf` is full or the peer closes; returns the bytes read.
+fn read_msg(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match s.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The server side of the exchange on `listener`: waits for one client
+/// (giving up, `Ok(None)`, once `stop` is set), reads its address, answers
+/// with `ours`, reads its `done`.
+pub(crate) fn pingpong_serve_exchange(
+    listener: &std::net::TcpListener,
+    ours: PingpongAddr,
+    stop: &AtomicBool,
+) -> std::io::Result<Option<PingpongAddr>> {
+    use std::io::Write;
+    listener.set_nonblocking(true)?;
+    let mut s = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut msg = [0u8; UD_PINGPONG_MSG];
+    let n = read_msg(&mut s, &mut msg)?;
+    if n != UD_PINGPONG_MSG {
+        return Err(std::io::Error::other(format!("the client sent {n} of the {UD_PINGPONG_MSG} address bytes")));
+    }
+    let theirs = PingpongAddr::parse(&msg).map_err(std::io::Error::other)?;
+    s.write_all(&ours.to_wire())?;
+    // `done` (5 bytes from ibv_ud_pingpong; whatever comes, until EOF).
+    let _ = read_msg(&mut s, &mut msg);
+    Ok(Some(theirs))
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The client side: connects to `server` (`host` or `host:port`; port
+/// [`UD_PINGPONG_PORT`] by default), sends `ours`, reads the server's
+/// address, says `done` (5 bytes with the NUL).
+pub(crate) fn pingpong_client_exchange(server: &str, ours: PingpongAddr) -> std::io::Result<PingpongAddr> {
+    use std::io::Write;
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = match server.to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(_) => (server, UD_PINGPONG_PORT).to_socket_addrs()?.collect(),
+    };
+    let mut last = std::io::Error::other(format!("{server}: no address"));
+    for a in addrs {
+        match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
+            Ok(mut s) => {
+                s.set_read_timeout(Some(Duration::from_secs(30)))?;
+                s.write_all(&ours.to_wire())?;
+                let mut msg = [0u8; UD_PINGPONG_MSG];
+                let n = read_msg(&mut s, &mut msg)?;
+                if n != UD_PINGPONG_MSG {
+                    return Err(std::io::Error::other(format!(
+                        "the server sent {n} of the {UD_PINGPONG_MSG} address bytes"
+                    )));
+                }
+                let theirs = PingpongAddr::parse(&msg).map_err(std::io::Error::other)?;
+                // `done` and its NUL, exactly as ibv_ud_pingpong's client
+                // writes it: its server checks that it read 5 bytes (seen on
+                // rdma-core 44: a padded 52-byte `done` makes it give up).
+                s.write_all(b"done\0")?;
+                return Ok(theirs);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+#[cfg(feature = "ibverbs")]
+/// A PSN for the exchange (UD does not use it; ibv_ud_pingpong draws one).
+pub(crate) fn pingpong_psn() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (t ^ std::process::id().rotate_left(12)) & 0xff_ffff
 }
 
 // ---------------------------------------------------------------------------
@@ -472,9 +766,109 @@ impl VerbsPort {
 }
 
 #[cfg(feature = "ibverbs")]
+/// `--check-libibverbs`: udah's attribute against the real
+/// `ibv_init_ah_from_wc`, per completion.
+#[derive(Debug, Default)]
+pub(crate) struct LibCheck {
+    compared: u64,
+    mismatches: u64,
+    udah_ns: u128,
+    lib_ns: u128,
+}
+
+#[cfg(feature = "ibverbs")]
+impl LibCheck {
+    /// udah's profile is timed over this many runs per completion (its one
+    /// run is close to the clock's resolution); libibverbs' once.
+    const REPS: u32 = 8;
+    /// Mismatches printed in full (the rest are counted).
+    const SHOWN: u64 = 5;
+
+    /// Compares (and times) both for one completion.
+    fn check(&mut self, ctx: &Context, gids: &GidTable<GIDS>, port: u8, wc: &WorkCompletion, area: &Area) {
+        use core::hint::black_box;
+        let ibv = wc.ibv();
+        let t = Instant::now();
+        let mut ours = libibverbs::init_ah_from_wc(gids, port, &ibv, Some(area));
+        for _ in 1..Self::REPS {
+            ours = black_box(libibverbs::init_ah_from_wc(black_box(gids), port, black_box(&ibv), Some(area)));
+        }
+        self.udah_ns += t.elapsed().as_nanos() / u128::from(Self::REPS);
+        let t = Instant::now();
+        let theirs = ctx.init_ah_from_wc(port, wc, area);
+        self.lib_ns += t.elapsed().as_nanos();
+        let theirs = theirs.map_err(|e| e.errno().unwrap_or(0));
+        self.record(wc.src_qp, &ours, &theirs);
+    }
+
+    /// Counts one comparison; prints the first few mismatches.
+    fn record(&mut self, src_qp: u32, ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) {
+        self.compared += 1;
+        let diff = result_diff(ours, theirs);
+        if !diff.is_empty() {
+            self.mismatches += 1;
+            if self.mismatches <= Self::SHOWN {
+                eprintln!("check-libibverbs: request from QPN {src_qp:#x}: {}", diff.join(", "));
+            }
+        }
+    }
+
+    /// The summary line (COORD.md's format; the ratio is libibverbs' time
+    /// over udah's).
+    pub(crate) fn line(&self) -> String {
+        let n = self.compared.max(1) as f64;
+        let (x, y) = (self.udah_ns as f64 / n, self.lib_ns as f64 / n);
+        format!(
+            "check-libibverbs: {} compared, {} mismatches; udah {x:.0} ns/WC, libibverbs {y:.0} ns/WC, ratio {:.1}",
+            self.compared,
+            self.mismatches,
+            y / x.max(1.0)
+        )
+    }
+}
+
+#[cfg(feature = "ibverbs")]
+/// The fields in which two `ibv_ah_attr`s differ, as `name udah=… libibverbs=…`.
+fn attr_diff(a: &IbvAhAttr, b: &IbvAhAttr) -> Vec<String> {
+    let mut d = Vec::new();
+    let mut f = |name: &str, x: String, y: String| {
+        if x != y {
+            d.push(format!("{name} udah={x} libibverbs={y}"));
+        }
+    };
+    f("dgid", Gid(a.grh.dgid).to_string(), Gid(b.grh.dgid).to_string());
+    f("flow_label", format!("{:#x}", a.grh.flow_label), format!("{:#x}", b.grh.flow_label));
+    f("sgid_index", a.grh.sgid_index.to_string(), b.grh.sgid_index.to_string());
+    f("hop_limit", a.grh.hop_limit.to_string(), b.grh.hop_limit.to_string());
+    f("traffic_class", a.grh.traffic_class.to_string(), b.grh.traffic_class.to_string());
+    f("dlid", format!("{:#x}", a.dlid), format!("{:#x}", b.dlid));
+    f("sl", a.sl.to_string(), b.sl.to_string());
+    f("src_path_bits", a.src_path_bits.to_string(), b.src_path_bits.to_string());
+    f("static_rate", a.static_rate.to_string(), b.static_rate.to_string());
+    f("is_global", a.is_global.to_string(), b.is_global.to_string());
+    f("port_num", a.port_num.to_string(), b.port_num.to_string());
+    d
+}
+
+#[cfg(feature = "ibverbs")]
+/// How udah's result differs from libibverbs' (attribute fields on success,
+/// the errno on failure); empty when they agree.
+fn result_diff(ours: &libibverbs::IbvResult, theirs: &Result<IbvAhAttr, i32>) -> Vec<String> {
+    match (ours, theirs) {
+        (Ok(a), Ok(b)) => attr_diff(a, b),
+        (Err(f), Err(e)) if f.error.errno() == *e => Vec::new(),
+        (Err(f), Err(e)) => vec![format!("errno udah={} libibverbs={e}", f.error.errno())],
+        (Ok(_), Err(e)) => vec![format!("udah succeeded, libibverbs failed with errno {e}")],
+        (Err(f), Ok(_)) => vec![format!("udah failed ({}), libibverbs succeeded", f.error)],
+    }
+}
+
+#[cfg(feature = "ibverbs")]
 #[derive(Debug, Default)]
 struct Stats {
     received: u64,
+    /// With `--ud-pingpong`: requests from another QP than the exchanged one.
+    other_senders: u64,
     answered: u64,
     failed_wc: u64,
     failed_ah: u64,
@@ -484,6 +878,8 @@ struct Stats {
 
 #[cfg(feature = "ibverbs")]
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
+    let stop = stop_on_signals();
+    let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
     let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, depth)?;
     vp.hal.start_event_listener()?;
@@ -527,12 +923,38 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     for i in 0..depth as usize {
         vp.post_recv(i, stamp)?;
     }
+    let mut peer = None;
+    if args.ud_pingpong {
+        let listener = match std::net::TcpListener::bind(("::", UD_PINGPONG_PORT))
+            .or_else(|_| std::net::TcpListener::bind(("0.0.0.0", UD_PINGPONG_PORT)))
+        {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("udah serve: --ud-pingpong: cannot listen on TCP port {UD_PINGPONG_PORT}: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        println!("ud-pingpong: waiting for an ibv_ud_pingpong client on TCP port {UD_PINGPONG_PORT}");
+        let ours =
+            PingpongAddr { lid: pa.lid, qpn: vp.qp.qp_num(), psn: pingpong_psn(), gid: gid.unwrap_or(Gid([0; 16])) };
+        match pingpong_serve_exchange(&listener, ours, stop) {
+            Ok(Some(theirs)) => {
+                println!("ud-pingpong: local address {ours}; remote address {theirs} (replies follow the completions)");
+                peer = Some(theirs);
+            }
+            Ok(None) => println!("stopped by a signal"),
+            Err(e) => {
+                eprintln!("udah serve: --ud-pingpong address exchange: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
     let mut free: Vec<usize> = (0..depth as usize).rev().collect();
     let mut in_flight: Vec<Option<AhHandle<VerbsAh>>> = (0..depth as usize).map(|_| None).collect();
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
-    while args.count == 0 || st.answered < args.count {
+    while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         wcs.clear();
         vp.send_cq.poll(&mut wcs)?;
         for wc in &wcs {
@@ -559,9 +981,16 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 continue;
             }
             st.received += 1;
+            if peer.is_some_and(|p| p.qpn != wc.src_qp) {
+                st.other_senders += 1;
+            }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
-            let h = match engine.reply_ah(&vp.hal, &wc.ibv(), &area) {
+            let reply = engine.reply_ah(&vp.hal, &wc.ibv(), &area);
+            if let Some(c) = check.as_mut() {
+                c.check(vp.hal.context(), engine.gids(), args.port, &wc, &area);
+            }
+            let h = match reply {
                 Ok(h) => h,
                 Err(e) => {
                     st.failed_ah += 1;
@@ -595,11 +1024,21 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             print_stats(&st, &engine, &vp.hal, start.elapsed());
         }
     }
+    if stop.load(Ordering::Relaxed) {
+        println!("stopped by a signal");
+    }
     print_stats(&st, &engine, &vp.hal, start.elapsed());
     for h in in_flight.into_iter().flatten() {
         engine.release(&vp.hal, h);
     }
-    let failed = st.failed_wc + st.failed_ah + st.failed_send + st.send_errors;
+    if let Some(p) = peer {
+        println!("ud-pingpong: {} request(s) from QPs other than the exchanged QPN {:#x}", st.other_senders, p.qpn);
+    }
+    let mut failed = st.failed_wc + st.failed_ah + st.failed_send + st.send_errors;
+    if let Some(c) = &check {
+        println!("{}", c.line());
+        failed += c.mismatches;
+    }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -711,11 +1150,15 @@ mod tests {
             let h2 = e.reply_ah(&hal, &wc, &area).unwrap();
             e.release(&hal, h2);
             assert_eq!(hal.creates.get(), creates + 1, "second request hits the table");
+            assert!(e.table().stats().hits >= 1);
             // The local address moves: new generation, the old AH is retired.
             hal.ip.set([10, 0, 0, 2]);
             hal.generation.set(hal.generation.get() + 1);
             let err = e.reply_ah(&hal, &wc, &area).unwrap_err();
-            assert!(matches!(err, ServeError::Attr(_)), "{err:?}");
+            assert!(
+                matches!(err, ServeError::Attr(libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, .. })),
+                "{err:?}"
+            );
             assert_eq!((e.resnapshots, e.retired), (1, 1));
             let area2 = {
                 let mut a = v4_area([10, 0, 0, 9], [10, 0, 0, 2]);
@@ -735,9 +1178,89 @@ mod tests {
 
     #[test]
     fn numbers() {
+        assert_eq!(parse_u32(DEFAULT_QKEY_HEX), Ok(DEFAULT_QKEY));
         assert_eq!(parse_u32("0x11111111"), Ok(0x1111_1111));
         assert_eq!(parse_u32("17"), Ok(17));
         assert!(parse_u32("x").is_err());
+    }
+
+    #[test]
+    #[cfg(feature = "ibverbs")]
+    fn libibverbs_comparison_names_every_differing_field() {
+        let a = IbvAhAttr { dlid: 3, sl: 1, is_global: 1, port_num: 1, ..IbvAhAttr::default() };
+        let mut b = a;
+        assert!(result_diff(&Ok(a), &Ok(b)).is_empty());
+        b.grh.sgid_index = 2;
+        b.grh.hop_limit = 64;
+        let d = result_diff(&Ok(a), &Ok(b));
+        assert_eq!(d, ["sgid_index udah=0 libibverbs=2", "hop_limit udah=0 libibverbs=64"]);
+        let fail = libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, attr: a };
+        assert!(result_diff(&Err(fail), &Err(22)).is_empty(), "same errno (EINVAL)");
+        assert_eq!(result_diff(&Err(fail), &Err(95)), ["errno udah=22 libibverbs=95"]);
+        assert_eq!(result_diff(&Ok(a), &Err(22)).len(), 1);
+        assert_eq!(result_diff(&Err(fail), &Ok(a)).len(), 1);
+        let mut c = LibCheck { udah_ns: 2_000, lib_ns: 50_000, ..LibCheck::default() };
+        c.record(7, &Ok(a), &Ok(a));
+        c.record(7, &Ok(a), &Ok(b));
+        assert_eq!(
+            c.line(),
+            "check-libibverbs: 2 compared, 1 mismatches; udah 1000 ns/WC, libibverbs 25000 ns/WC, ratio 25.0"
+        );
+    }
+
+    #[test]
+    fn ud_pingpong_address_text() {
+        let a = PingpongAddr { lid: 0x12, qpn: 0x11, psn: 0xabcdef, gid: Gid::from_ipv4([198, 18, 0, 1]) };
+        let w = a.to_wire();
+        assert_eq!(w.len(), 52);
+        assert_eq!(&w[..51], b"0012:000011:abcdef:00000000000000000000ffffc6120001".as_slice());
+        assert_eq!(w[51], 0);
+        assert_eq!(PingpongAddr::parse(&w), Ok(a));
+        let v6: Gid = "fe80::1:2".parse::<core::net::Ipv6Addr>().unwrap().into();
+        let b = PingpongAddr { lid: 0, qpn: 0xff_ffff, psn: 0, gid: v6 };
+        assert_eq!(PingpongAddr::parse(&b.to_wire()), Ok(b));
+        for bad in [&b"0012:000011:abcdef"[..], b"0012:11:0:00ff", b"zz:1:2:00000000000000000000ffffc6120001", b""] {
+            assert!(PingpongAddr::parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// Both sides of the TCP exchange against each other over loopback.
+    #[test]
+    fn ud_pingpong_exchange_over_loopback() {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let srv = PingpongAddr { lid: 1, qpn: 0x42, psn: 7, gid: Gid::from_ipv4([10, 0, 0, 1]) };
+        let cli = PingpongAddr { lid: 2, qpn: 0x43, psn: 8, gid: Gid::from_ipv4([10, 0, 0, 2]) };
+        let stop = AtomicBool::new(false);
+        let t = std::thread::spawn(move || pingpong_client_exchange(&format!("127.0.0.1:{port}"), cli).unwrap());
+        let got = pingpong_serve_exchange(&l, srv, &stop).unwrap();
+        assert_eq!(got, Some(cli));
+        assert_eq!(t.join().unwrap(), srv);
+        // A set stop flag ends the wait for a client.
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(pingpong_serve_exchange(&l, srv, &stop).unwrap(), None);
+    }
+
+    /// The client's last word is exactly `done\0` (5 bytes), as rdma-core's
+    /// client writes it: ibv_ud_pingpong's server (rdma-core 44) refuses a
+    /// `done` of any other length ("Couldn't send/recv local address").
+    #[test]
+    fn ud_pingpong_client_says_done_like_ibv_ud_pingpong() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let cli = PingpongAddr { lid: 0, qpn: 0x43, psn: 8, gid: Gid::from_ipv4([10, 0, 0, 2]) };
+        let t = std::thread::spawn(move || pingpong_client_exchange(&format!("127.0.0.1:{port}"), cli));
+        let (mut c, _) = l.accept().unwrap();
+        let mut msg = [0u8; UD_PINGPONG_MSG];
+        c.read_exact(&mut msg).unwrap();
+        assert_eq!(PingpongAddr::parse(&msg), Ok(cli));
+        let srv = PingpongAddr { lid: 0, qpn: 0x42, psn: 7, gid: Gid::from_ipv4([10, 0, 0, 1]) };
+        c.write_all(&srv.to_wire()).unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), srv);
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, b"done\0");
     }
 
     #[test]

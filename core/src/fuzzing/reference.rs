@@ -194,7 +194,10 @@ pub fn detect(b: &Area, evidence: Evidence) -> Detection {
                     intact = false;
                 }
             }
-            if intact {
+            // A front the NIC zeroed (rxe) is no GRH/IPv6 header: IPv4
+            // evidence, as an intact stamp (issue 12).
+            let zeroed = b[..20].iter().all(|&x| x == 0);
+            if intact || zeroed {
                 if ip4_fits { Detection::Ipv4 } else { Detection::Ambiguous }
             } else if grh_fits {
                 Detection::Grh

@@ -15,7 +15,11 @@
 //! * a **pre-stamped receive area** ([`Stamp`]): the consumer writes a known
 //!   pattern into bytes 0..20 before posting the receive. The NIC overwrites
 //!   them with a GRH or IPv6 header and leaves them alone for IPv4, so an
-//!   intact stamp identifies IPv4 exactly.
+//!   intact stamp identifies IPv4 exactly. Some NICs write all 40 bytes for
+//!   IPv4 too, zeroing the front (Soft-RoCE, `rdma_rxe`, Linux 6.1): an
+//!   all-zero front cannot be a GRH or IPv6 header (their version nibble is
+//!   6, never 0), so under a stamp it counts as IPv4 evidence just like an
+//!   intact stamp (see [`detect`]).
 //!
 //! [`detect`] combines the evidence with the bytes and, where they contradict
 //! each other (or, without evidence, where the bytes fit two headers), answers
@@ -145,6 +149,11 @@ impl Stamp {
     /// The default stamp, `"udah:ipv4-unwritten"` plus a zero byte.
     pub const DEFAULT: Stamp = Stamp(*b"udah:ipv4-unwritten\0");
 
+    /// Twenty zero bytes: what rxe leaves in front of an IPv4 header (as a
+    /// stamp it tells nothing apart on such a NIC; [`detect`] treats a
+    /// zeroed front under any stamp as IPv4 evidence).
+    pub const ZERO: Stamp = Stamp([0; 20]);
+
     /// A stamp with these bytes; `None` when the first nibble is 6.
     pub const fn new(bytes: [u8; 20]) -> Option<Stamp> {
         if bytes[0] >> 4 == 6 { None } else { Some(Stamp(bytes)) }
@@ -228,13 +237,15 @@ pub enum Detection {
 /// | none | the one header the bytes fit; `Ambiguous` if a GRH/IPv6 header and a valid IPv4 header both fit; `Unrecognized` if none does |
 /// | network type | that header if the bytes fit it, else `Ambiguous` |
 /// | stamp intact | `Ipv4` if bytes 20..40 have the shape of an IPv4 header, else `Ambiguous` |
-/// | stamp overwritten | `Grh`/`Ipv6` if the bytes are one, else `Ambiguous` |
+/// | stamp overwritten with zeros | the same as intact (rxe zeroes the front of an IPv4 area; a GRH or IPv6 header never starts with a zero nibble) |
+/// | stamp overwritten otherwise | `Grh`/`Ipv6` if the bytes are one, else `Ambiguous` |
 ///
 /// "Fits": a GRH has version 6 and next header `0x1B`; an IPv6 header version
 /// 6 and next header 17; an IPv4 header version 4 and IHL 5 (the first byte
 /// is `0x45`) and, when there is no evidence, a correct RFC 1071 checksum.
 /// With evidence the checksum is not required: the NIC has validated the
-/// packet, and irdma writes the header with a zero checksum field.
+/// packet, and irdma (and rxe on its loopback path) writes the header with
+/// a zero checksum field.
 ///
 /// Inlined always, so that a caller with constant evidence (the usual case:
 /// one kind per queue) keeps no dispatch on the evidence kind.
@@ -261,7 +272,9 @@ pub fn detect(area: &Area, evidence: Evidence) -> Detection {
         }
         Evidence::Stamped(s) => {
             let intact = s.is_intact(area);
-            (intact, !intact, !intact)
+            // A zeroed front was written by the NIC but is no GRH/IPv6
+            // header (version nibble 0): IPv4 evidence, as an intact stamp.
+            (intact | Stamp::ZERO.is_intact(area), !intact, !intact)
         }
     };
     let has_evidence = !matches!(evidence, Evidence::None);
@@ -371,6 +384,37 @@ mod test {
         assert_eq!(detect(&z, Evidence::Stamped(s)), Detection::Ipv4);
         assert_eq!(detect(&z, Evidence::NetworkType(NetworkType::Ipv4)), Detection::Ipv4);
         assert!(Stamp::new([0x60; 20]).is_none());
+    }
+
+    /// rxe (Linux 6.1, loopback) writes all 40 bytes of an IPv4 area: zeros
+    /// over the stamp, then the IPv4 header with a zero checksum (the dump in
+    /// issue 12). A zero front is no GRH/IPv6 header, so the stamp's answer
+    /// is IPv4; before this rule it was `Ambiguous` and `serve --stamp`
+    /// refused every RoCE v2/IPv4 request on rxe.
+    #[test]
+    fn rxe_zeroed_front_under_a_stamp_is_ipv4() {
+        let mut a = [0u8; 40];
+        a[20..].copy_from_slice(&[
+            0x45, 0, 0, 0x74, 0xba, 0x09, 0x40, 0, 0x40, 0x11, 0, 0, 0xc6, 0x12, 0, 1, 0xc6, 0x12, 0, 1,
+        ]);
+        let s = Stamp::DEFAULT;
+        assert!(!s.is_intact(&a), "rxe destroyed the stamp");
+        assert_eq!(detect(&a, Evidence::Stamped(s)), Detection::Ipv4);
+        // Without evidence the zero checksum still makes it unrecognised
+        // (the strict rule), while libibverbs' heuristic says IPv4.
+        assert_eq!(detect(&a, Evidence::None), Detection::Unrecognized);
+        assert_eq!(version_libibverbs(&a), HeaderVersion::Ipv4);
+        // A zero front with no IPv4 header behind it is still a contradiction.
+        assert_eq!(detect(&[0; 40], Evidence::Stamped(s)), Detection::Ambiguous);
+        // A front overwritten with something else that is not a version-6
+        // header stays a contradiction (no guess).
+        let mut g = a;
+        g[0] = 0x11;
+        assert_eq!(detect(&g, Evidence::Stamped(s)), Detection::Ambiguous);
+        // A real GRH or IPv6 header over the stamp is unchanged.
+        assert_eq!(detect(&v6_area(17), Evidence::Stamped(s)), Detection::Ipv6);
+        assert_eq!(detect(&v6_area(0x1b), Evidence::Stamped(s)), Detection::Grh);
+        assert_eq!(detect(&a, Evidence::Stamped(Stamp::ZERO)), Detection::Ipv4);
     }
 
     #[test]
