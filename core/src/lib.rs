@@ -87,11 +87,13 @@
 extern crate std;
 
 pub mod ah;
+pub mod attr;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gid_table;
 pub mod hal;
+pub mod responder;
 mod sync;
 pub mod table;
 pub mod wire;
