@@ -212,32 +212,39 @@ impl From<&AhAttr> for IbvAhAttr {
 impl RdmaAhAttr {
     /// The validated attribute, once the backend has resolved the route's hop
     /// limit (`route_hop_limit`, used where the kernel output says
-    /// [`HopLimit::Route`]). SL is masked to 4 bits as RoCE/IB hardware does.
+    /// [`HopLimit::Route`]): an SL above 15, a flow label above 20 bits or a
+    /// port outside 1..=255 is an error.
     pub fn to_ah_attr(&self, route_hop_limit: u8) -> Result<AhAttr, AttrError> {
-        let grh = if self.ah_flags & 1 != 0 {
-            Some(GlobalRoute {
-                dgid: self.grh.dgid,
-                flow_label: FlowLabel::new(self.grh.flow_label)
-                    .ok_or(AttrError::InvalidFlowLabel(self.grh.flow_label))?,
-                sgid_index: self.grh.sgid_index,
-                hop_limit: match self.grh.hop_limit {
-                    HopLimit::Value(v) => v,
-                    HopLimit::Route => route_hop_limit,
-                },
-                traffic_class: self.grh.traffic_class,
-            })
+        self.to_words(route_hop_limit).and_then(AttrWords::to_attr)
+    }
+
+    /// [`to_ah_attr`](Self::to_ah_attr) in its canonical [word form](AttrWords),
+    /// without building the [`AhAttr`] (the kernel profile's way into the AH
+    /// cache).
+    #[inline]
+    pub fn to_words(&self, route_hop_limit: u8) -> Result<AttrWords, AttrError> {
+        let global = self.ah_flags & 1 != 0;
+        let g = &self.grh;
+        let w2 = if global {
+            if g.flow_label > 0xf_ffff {
+                return Err(AttrError::InvalidFlowLabel(g.flow_label));
+            }
+            let hop = match g.hop_limit {
+                HopLimit::Value(v) => v,
+                HopLimit::Route => route_hop_limit,
+            };
+            word2(g.flow_label, g.sgid_index, hop, g.traffic_class)
         } else {
-            None
+            0
         };
-        let port = u8::try_from(self.port_num).ok().and_then(PortNum::new).ok_or(AttrError::InvalidPort)?;
-        Ok(AhAttr {
-            port,
-            dlid: self.dlid.map_or(0, |d| d as u16),
-            sl: Sl::new(self.sl).ok_or(AttrError::InvalidSl(self.sl))?,
-            src_path_bits: self.src_path_bits.unwrap_or(0),
-            static_rate: self.static_rate,
-            grh,
-        })
+        let port = u8::try_from(self.port_num).ok().filter(|&p| p != 0).ok_or(AttrError::InvalidPort)?;
+        if self.sl > 15 {
+            return Err(AttrError::InvalidSl(self.sl));
+        }
+        let (d0, d1) = if global { g.dgid.to_words() } else { (0, 0) };
+        let dlid = self.dlid.map_or(0, |d| d as u16);
+        let w3 = word3(dlid, self.sl, self.src_path_bits.unwrap_or(0), self.static_rate, global, port);
+        Ok(AttrWords::from_raw([d0, d1, w2, w3]))
     }
 }
 

@@ -205,5 +205,5 @@ pub fn words<const N: usize>(
     route_hop_limit: u8,
 ) -> Result<AttrWords, ProfileError> {
     let a = init_ah_attr_from_wc_with(table, wc, Some(area), evidence).map_err(ProfileError::Kernel)?;
-    a.to_ah_attr(route_hop_limit).map(|a| AttrWords::from_attr(&a)).map_err(ProfileError::Attr)
+    a.to_words(route_hop_limit).map_err(ProfileError::Attr)
 }
