@@ -28,10 +28,9 @@ use udah_core::wire::Gid;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::{
     GidTable, LinkLayer,
-    ah::AttrError,
     ah::libibverbs,
     hal::AhToken,
-    table::{AhHandle, AhTable, ResolveError, TableError},
+    table::{AhHandle, AhTable, TableError},
     wire::{Area, Evidence, Stamp},
 };
 #[cfg(feature = "ibverbs")]
@@ -387,14 +386,10 @@ pub(crate) enum ServeError<E> {
     /// The libibverbs profile refused the completion (the header type, the
     /// GID search, ...).
     Attr(libibverbs::IbvFailure),
-    /// The profile's attribute is not a valid AH attribute (an SL above 15).
-    InvalidAttr(AttrError),
-    /// The AH table or backend failed.
+    /// The AH table or backend failed (an invalid attribute included).
     Table(TableError<E>),
     /// Re-snapshotting the GID table failed.
     Snapshot(E),
-    /// A failure of the table's `resolve` of a kind added after this code.
-    Resolve(ResolveError<E>),
 }
 
 #[cfg(any(feature = "ibverbs", test))]
@@ -402,10 +397,8 @@ impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ServeError
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
-            ServeError::InvalidAttr(e) => write!(f, "AH attribute: {e}"),
             ServeError::Table(e) => write!(f, "AH table: {e}"),
             ServeError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
-            ServeError::Resolve(e) => write!(f, "AH: {e}"),
         }
     }
 }
@@ -473,20 +466,9 @@ where
         area: &Area,
     ) -> Result<AhHandle<H::Ah>, ServeError<H::Error>> {
         self.refresh(hal)?;
-        match self.stamp {
-            None => self.table.resolve(hal, &self.gids, self.port, wc, area).map_err(|e| match e {
-                ResolveError::Table(t) => ServeError::Table(t),
-                ResolveError::Attr(f) => ServeError::Attr(f),
-                ResolveError::InvalidAttr(a) => ServeError::InvalidAttr(a),
-                other => ServeError::Resolve(other),
-            }),
-            Some(s) => {
-                let c = libibverbs::init_ah_from_wc_with(&self.gids, self.port, wc, Some(area), Evidence::Stamped(s))
-                    .map_err(ServeError::Attr)?;
-                let attr = AhAttr::try_from(&c).map_err(ServeError::InvalidAttr)?;
-                self.table.get_or_create(hal, &attr).map_err(ServeError::Table)
-            }
-        }
+        let evidence = self.stamp.map_or(Evidence::None, Evidence::Stamped);
+        let words = libibverbs::words(&self.gids, wc, area, evidence).map_err(ServeError::Attr)?;
+        self.table.get_or_create(hal, &words).map_err(ServeError::Table)
     }
 
     /// Gives a handle back.
