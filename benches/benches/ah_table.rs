@@ -53,10 +53,11 @@ use std::time::{Instant, SystemTime};
 use criterion::Criterion;
 use udah_benches::{Family, Fixture, SEED};
 use udah_core::GidTable;
-use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
+use udah_core::ah::{AhAttr, AttrWords, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
 use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::table::{AhTable, PreparedAttr};
-use udah_core::wire::{Area, Gid};
+use udah_core::responder::{Config, Responder};
+use udah_core::table::{AhCache, AhTable, PreparedAttr};
+use udah_core::wire::{Area, Evidence, Gid};
 
 /// A backend that hands out counter values, optionally after a sleep.
 struct BenchHal {
@@ -102,6 +103,19 @@ impl Hal for BenchHal {
 type Table = AhTable<BenchHal, 256>;
 /// A session on [`Table`].
 type Sess<'t> = udah_core::table::Session<'t, BenchHal, 256>;
+
+/// The core pipeline of the fixture's port over `cache` (libibverbs
+/// profile, no evidence, every completion admitted).
+fn responder<C: AhCache>(cache: C, inp: &Inputs) -> Box<Responder<C, 256>> {
+    Box::new(Responder::from_snapshot(cache, inp.gids.clone(), Config::default()))
+}
+
+/// The libibverbs profile's words for a completion (what the shared-table
+/// benchmarks look up from threads that share one table and no pipeline).
+#[inline(always)]
+fn words(inp: &Inputs, wc: &IbvWc, area: &Area) -> AttrWords {
+    libibverbs::words(&inp.gids, wc, area, Evidence::None).unwrap()
+}
 
 /// The UCX-style baseline: one mutex around a hash map; creates under it.
 #[derive(Default)]
@@ -481,7 +495,7 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                         iters,
                         &|t, i| pick(n, shared, t, i),
                         &|k| {
-                            let h = table.get_or_create_prepared(&hal, black_box(&prepared[k])).unwrap();
+                            let h = table.get_or_create(&hal, black_box(&prepared[k])).unwrap();
                             black_box(h.ah());
                             h
                         },
@@ -513,7 +527,7 @@ fn bench_hit_only(c: &mut Criterion, inp: &Inputs) {
                         &|t, i| pick(n, shared, t, i),
                         &|| table.session(&hal),
                         &|s, k| {
-                            let h = s.get_or_create_prepared(black_box(&prepared[k])).unwrap();
+                            let h = s.get_or_create(black_box(&prepared[k])).unwrap();
                             black_box(h.ah());
                             h
                         },
@@ -566,26 +580,28 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
         (m(&a), a)
     };
     for (wc, area) in &inp.cases {
-        let h = table.resolve(&hal, &inp.gids, 1, wc, area).unwrap();
+        let h = table.get_or_create(&hal, &words(inp, wc, area)).unwrap();
         table.release(&hal, h).unwrap();
     }
     let mut g = c.benchmark_group("ah_table_resolve_1t");
     let mut i = 0usize;
+    let mut shared = responder(table.shared(&hal), inp);
     g.bench_function("table", |b| {
         b.iter(|| {
             let (wc, area) = &inp.cases[i % n];
             i = i.wrapping_add(1);
-            let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+            let h = shared.resolve(black_box(wc), black_box(area)).unwrap();
             black_box(h.ah());
-            table.release(&hal, h).unwrap();
+            shared.release(h).unwrap();
         })
     });
-    let mut sess = table.session(&hal);
+    drop(shared);
+    let mut sess = responder(table.session(&hal), inp);
     g.bench_function("table_session", |b| {
         b.iter(|| {
             let (wc, area) = &inp.cases[i % n];
             i = i.wrapping_add(1);
-            let h = sess.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+            let h = sess.resolve(black_box(wc), black_box(area)).unwrap();
             black_box(h.ah());
             sess.release(h).unwrap();
         })
@@ -616,7 +632,7 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
         b.iter_custom(|iters| {
             parallel(2, iters, &|t, i| {
                 let (wc, area) = &inp.cases[pick(n, false, t, i)];
-                let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                let h = table.get_or_create(&hal, &words(inp, black_box(wc), black_box(area))).unwrap();
                 black_box(h.ah());
                 table.release(&hal, h).unwrap();
             })
@@ -624,9 +640,9 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
     });
     g.bench_function("table_session_disjoint", |b| {
         b.iter_custom(|iters| {
-            parallel_in(2, iters, &|| table.session(&hal), &|s, t, i| {
+            parallel_in(2, iters, &|| responder(table.session(&hal), inp), &|s, t, i| {
                 let (wc, area) = &inp.cases[pick(n, false, t, i)];
-                let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                let h = s.resolve(black_box(wc), black_box(area)).unwrap();
                 black_box(h.ah());
                 s.release(h).unwrap();
             })
@@ -657,7 +673,7 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                     &|t, i| pick(n, shared, t, i),
                     &|k| {
                         let (wc, area) = &inp.cases[k];
-                        let h = table.resolve(&hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                        let h = table.get_or_create(&hal, &words(inp, black_box(wc), black_box(area))).unwrap();
                         black_box(h.ah());
                         h
                     },
@@ -671,10 +687,10 @@ fn bench_resolve(c: &mut Criterion, inp: &Inputs) {
                     threads,
                     iters,
                     &|t, i| pick(n, shared, t, i),
-                    &|| table.session(&hal),
+                    &|| responder(table.session(&hal), inp),
                     &|s, k| {
                         let (wc, area) = &inp.cases[k];
-                        let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+                        let h = s.resolve(black_box(wc), black_box(area)).unwrap();
                         black_box(h.ah());
                         h
                     },
@@ -994,7 +1010,7 @@ fn icount_hit(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
 fn icount_hit_prepared(table: &Table, hal: &BenchHal, prepared: &[PreparedAttr], k: u64) {
     let n = prepared.len();
     for i in 0..k {
-        let h = table.get_or_create_prepared(hal, black_box(&prepared[i as usize % n])).unwrap();
+        let h = table.get_or_create(hal, black_box(&prepared[i as usize % n])).unwrap();
         let _ = black_box(h);
     }
 }
@@ -1011,9 +1027,10 @@ fn icount_hit_release(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
 #[inline(never)]
 fn icount_resolve(table: &Table, hal: &BenchHal, inp: &Inputs, k: u64) {
     let n = inp.cases.len();
+    let mut r = responder(table.shared(hal), inp);
     for i in 0..k {
         let (wc, area) = &inp.cases[i as usize % n];
-        let h = table.resolve(hal, &inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+        let h = r.resolve(black_box(wc), black_box(area)).unwrap();
         let _ = black_box(h);
     }
 }
@@ -1031,7 +1048,7 @@ fn icount_session_hit(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
 fn icount_session_hit_prepared(s: &mut Sess<'_>, prepared: &[PreparedAttr], k: u64) {
     let n = prepared.len();
     for i in 0..k {
-        let h = s.get_or_create_prepared(black_box(&prepared[i as usize % n])).unwrap();
+        let h = s.get_or_create(black_box(&prepared[i as usize % n])).unwrap();
         let _ = black_box(h);
     }
 }
@@ -1046,11 +1063,11 @@ fn icount_session_hit_release(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
 }
 
 #[inline(never)]
-fn icount_session_resolve(s: &mut Sess<'_>, inp: &Inputs, k: u64) {
+fn icount_session_resolve(s: &mut Responder<Sess<'_>, 256>, inp: &Inputs, k: u64) {
     let n = inp.cases.len();
     for i in 0..k {
         let (wc, area) = &inp.cases[i as usize % n];
-        let h = s.resolve(&inp.gids, 1, black_box(wc), black_box(area)).unwrap();
+        let h = s.resolve(black_box(wc), black_box(area)).unwrap();
         let _ = black_box(h);
     }
 }
@@ -1063,7 +1080,7 @@ fn icount_mode(spec: &str) {
     let hal = BenchHal::new(None);
     let table = Table::new();
     for (wc, area) in &inp.cases {
-        let h = table.resolve(&hal, &inp.gids, 1, wc, area).unwrap();
+        let h = table.get_or_create(&hal, &words(&inp, wc, area)).unwrap();
         table.release(&hal, h).unwrap();
     }
     match target {
@@ -1081,7 +1098,7 @@ fn icount_mode(spec: &str) {
             icount_session_hit_prepared(&mut table.session(&hal), &prepared, k)
         }
         "session_hit_release" => icount_session_hit_release(&mut table.session(&hal), &inp, k),
-        "session_resolve" => icount_session_resolve(&mut table.session(&hal), &inp, k),
+        "session_resolve" => icount_session_resolve(&mut responder(table.session(&hal), &inp), &inp, k),
         _ => panic!("unknown target {target}"),
     }
 }

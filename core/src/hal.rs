@@ -21,7 +21,7 @@
 
 use core::fmt::Debug;
 
-use crate::ah::AhAttr;
+use crate::attr::AhAttr;
 use crate::gid_table::{GidTable, LinkLayer};
 
 /// What kind of failure a backend reported.

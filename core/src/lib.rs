@@ -21,16 +21,56 @@
 //! search is a hash probe into a snapshot ([`GidTable`]) instead of one system
 //! call per table entry.
 //!
-//! ## Layers
+//! ## The pipeline
 //!
-//! | module | what |
-//! |---|---|
-//! | [`wire`] | typed views over the 40-byte GRH area: IB/RoCE v1 GRH, RoCE v2 IPv6 and IPv4 headers, both IPv4 checksums, GIDs, header-type detection |
-//! | [`gid_table`] | [`GidTable`], a fixed-capacity GID-table snapshot with O(1) look-ups that return exactly what each profile's linear scan would |
-//! | [`ah`] | the work-completion and AH-attribute types and the two profiles |
-//! | [`table`] | [`table::AhTable`], a fixed-capacity, deduplicating AH cache whose hits are lock-free |
-//! | [`hal`] | the backend (HAL) trait family implemented by `udah-hal-ibverbs` and `udah-hal-mock` |
-//! | [`error`] | small, `Copy` error types with errno mappings |
+//! One completion goes through five stages, each in one module, in this
+//! order; [`responder::Responder`] is all of them for one port:
+//!
+//! | stage | module | what |
+//! |---|---|---|
+//! | 1. area | [`wire`] | typed views over the 40-byte GRH area: IB/RoCE v1 GRH, RoCE v2 IPv6 and IPv4 headers, both IPv4 checksums, GIDs, header-type detection from [`wire::Evidence`] |
+//! | 2. profile | [`ah`] | [`ah::Profile::words`]: the attribute libibverbs or the kernel builds, against a [`GidTable`] snapshot (O(1) look-ups that return exactly what each profile's linear scan would), in the word form of [`attr`] |
+//! | 3. words | [`attr`] | [`attr::AttrWords`]: the attribute as the C `ibv_ah_attr`'s four words, the one place for that layout; [`attr::AhAttr`], the validated form a backend creates AHs from |
+//! | 4. admission | [`responder`] | [`responder::Admission`]: allow-lists of source GID prefixes, VLANs and P_Key indices, refused completions counted by reason |
+//! | 5. cache | [`table`] | [`table::AhCache`]: [`table::AhTable`] (a fixed-capacity, deduplicating AH cache whose hits are lock-free) with its backend, or a [`table::Session`] (hits without a locked instruction) |
+//!
+//! [`hal`] is the backend trait family (`udah-hal-ibverbs`, `udah-hal-mock`);
+//! [`error`] has the small, `Copy` error types with errno mappings. Each
+//! module's documentation has an example of its stage; the whole pipeline:
+//!
+//! ```
+//! use udah_core::ah::{AhAttr, IbvWc, IBV_WC_GRH};
+//! use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+//! use udah_core::responder::{Config, Responder};
+//! use udah_core::table::AhTable;
+//! use udah_core::{GidEntry, GidTable, GidType, LinkLayer, wire::Gid};
+//! # use core::sync::atomic::{AtomicU64, Ordering};
+//! # #[derive(Default)] struct Null(AtomicU64);
+//! # impl ErrorType for Null { type Error = ErrorKind; }
+//! # impl Hal for Null {
+//! #     type Ah = u64;
+//! #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Ethernet, 16)) }
+//! #     fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
+//! #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+//! #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
+//! #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
+//! #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }
+//! # }
+//! let mut gids: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+//! gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
+//! let (hal, table) = (Null::default(), AhTable::<Null, 64>::new());
+//! let mut port: Responder<_, 16> = Responder::from_snapshot(table.shared(&hal), gids, Config::default());
+//!
+//! let mut area = [0u8; 40]; // RoCE v2 / IPv4 from 192.168.1.20
+//! area[20..].copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42,
+//!                              192, 168, 1, 20, 192, 168, 1, 10]);
+//! let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+//! let a = port.resolve(&wc, &area).unwrap(); // miss: the backend creates the AH
+//! let b = port.resolve(&wc, &area).unwrap(); // hit: the same AH, no lock, no system call
+//! assert_eq!(a.ah(), b.ah());
+//! port.release(a).unwrap();
+//! port.release(b).unwrap();
+//! ```
 //!
 //! ## Contract
 //!
@@ -42,7 +82,7 @@
 //! dependency and no `std` feature, so the compiler proves that it cannot
 //! allocate.
 //!
-//! ## Example
+//! ## The profile alone
 //!
 //! ```
 //! use udah_core::ah::{libibverbs, IbvWc, IBV_WC_GRH};
@@ -87,11 +127,13 @@
 extern crate std;
 
 pub mod ah;
+pub mod attr;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gid_table;
 pub mod hal;
+pub mod responder;
 mod sync;
 pub mod table;
 pub mod wire;

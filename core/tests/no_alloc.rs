@@ -1,6 +1,6 @@
 //! The AH table's hot path allocates nothing: a counting global allocator
-//! around hits through `get`, `get_or_create`, `resolve`, `resolve_batch`
-//! and their releases, and a `Session` made, used and dropped. (The crate is `no_std` without `alloc`, so this holds
+//! around hits through `get`, `get_or_create`, a `Responder`'s `resolve` and
+//! `resolve_batch` and their releases, and a `Session` made, used and dropped. (The crate is `no_std` without `alloc`, so this holds
 //! by construction; the test keeps it honest for the backend calls too: a
 //! hit must not reach the backend.)
 
@@ -10,10 +10,10 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::alloc::System;
 
-use arrayvec::ArrayVec;
 use common::{CountingHal, attr};
 use udah_core::ah::{IBV_WC_GRH, IbvWc};
-use udah_core::table::AhTable;
+use udah_core::responder::{Config, Responder};
+use udah_core::table::{AhCache, AhTable};
 use udah_core::{Gid, GidEntry, GidTable, GidType, LinkLayer};
 
 struct Counting;
@@ -71,18 +71,19 @@ fn hits_and_resolve_allocate_nothing() {
     // Warm up: the misses create (the backend may allocate there).
     let h = table.get_or_create(&hal, &a).unwrap();
     table.release(&hal, h).unwrap();
-    let h = table.resolve(&hal, &gids, 1, &wc, &area).unwrap();
-    table.release(&hal, h).unwrap();
+    let mut shared: Responder<_, 16> = Responder::from_snapshot(table.shared(&hal), gids.clone(), Config::default());
+    let h = shared.resolve(&wc, &area).unwrap();
+    shared.release(h).unwrap();
     let creates = table.stats().creates;
 
     let before = ALLOCS.load(Ordering::Relaxed);
     COUNTING.with(|c| c.set(true));
     // A session: made, used (lease hits, refills, releases to the lease and
     // the shedding of surplus references) and dropped, all without the heap.
-    let mut s = table.session(&hal);
+    let mut s: Responder<_, 16> = Responder::from_snapshot(table.session(&hal), gids.clone(), Config::default());
     for _ in 0..10_000 {
-        let h = s.get_or_create(&a).unwrap();
-        let h2 = s.resolve(&gids, 1, &wc, &area).unwrap();
+        let h = s.cache_mut().get_or_create(&a).unwrap();
+        let h2 = s.resolve(&wc, &area).unwrap();
         s.release(h).unwrap();
         s.release(h2).unwrap();
     }
@@ -92,14 +93,15 @@ fn hits_and_resolve_allocate_nothing() {
         table.release(&hal, h).unwrap();
         let h = table.get_or_create(&hal, &a).unwrap();
         table.release(&hal, h).unwrap();
-        let h = table.resolve(&hal, &gids, 1, &wc, &area).unwrap();
-        table.release(&hal, h).unwrap();
-        let mut out: ArrayVec<_, 8> = ArrayVec::new();
-        table.resolve_batch(&hal, &gids, 1, batch, &mut out);
+        let h = shared.resolve(&wc, &area).unwrap();
+        shared.release(h).unwrap();
+        let mut out = [const { None }; 8];
+        assert_eq!(shared.resolve_batch(batch, &mut out), 8);
         for r in out {
-            table.release(&hal, r.unwrap()).unwrap();
+            shared.release(r.unwrap().unwrap()).unwrap();
         }
         let _ = table.stats();
+        let _ = shared.cache().stats();
     }
     COUNTING.with(|c| c.set(false));
     let after = ALLOCS.load(Ordering::Relaxed);

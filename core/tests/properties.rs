@@ -15,7 +15,7 @@
 
 use proptest::prelude::*;
 use udah_core::ah::attr::{AhAttr, IbvAhAttr};
-use udah_core::ah::{FlowLabel, PortNum, Sl, kernel, libibverbs};
+use udah_core::ah::{AttrWords, FlowLabel, PortNum, Profile, ProfileError, Sl, kernel, libibverbs};
 use udah_core::error::errno;
 use udah_core::fuzzing::{self, ModelTable, WcFields};
 use udah_core::wire::{self, Area, Evidence, Gid, GrhRepr, Ipv4Repr, NetworkType, Stamp, detect, grh, ipv4};
@@ -172,6 +172,30 @@ proptest! {
         let call_port = other_port.unwrap_or(spec.port);
         // Panics (caught by proptest and shrunk) on any difference.
         fuzzing::check_profiles(&table, call_port, &wc, if absent { None } else { Some(&area) }, evidence);
+    }
+
+    /// The pipeline's entry point, `Profile::words`, is each profile's C
+    /// mirror in word form, with every evidence: for libibverbs the C
+    /// struct's words exactly (failures included), for the kernel the words
+    /// of its validated attribute (route hop limit 64).
+    #[test]
+    fn profile_words_equal_the_c_mirrors(
+        area in arb_area(),
+        spec in arb_table(),
+        wc in arb_wc(),
+        evidence in arb_evidence(),
+    ) {
+        let table = build(&spec, &area);
+        let (ibv, kwc) = (wc.ibv(), wc.kernel());
+        let want = libibverbs::init_ah_from_wc_with(&table, table.port_num(), &ibv, Some(&area), evidence)
+            .map(|c| c.words())
+            .map_err(ProfileError::Libibverbs);
+        prop_assert_eq!(Profile::Libibverbs.words(&table, &ibv, &area, evidence, 64), want);
+        let want = kernel::init_ah_attr_from_wc_with(&table, &kwc, Some(&area), evidence)
+            .map_err(ProfileError::Kernel)
+            .and_then(|a| a.to_ah_attr(64).map_err(ProfileError::Attr))
+            .map(|a| AttrWords::from_attr(&a));
+        prop_assert_eq!(Profile::Kernel.words(&table, &kwc, &area, evidence, 64), want);
     }
 
     /// Detection and checksums against the reference on arbitrary areas.

@@ -130,10 +130,10 @@ impl<'t> World<'t> {
         let r = match (&mut self.sess, how) {
             (None, How::Plain) => self.table.get_or_create(self.hal, &attr(k)),
             (None, How::Try) => self.table.try_get_or_create(self.hal, &attr(k)),
-            (None, How::Prepared) => self.table.get_or_create_prepared(self.hal, &PreparedAttr::new(&attr(k))),
+            (None, How::Prepared) => self.table.get_or_create(self.hal, &PreparedAttr::new(&attr(k))),
             (Some(s), How::Plain) => s.get_or_create(&attr(k)),
             (Some(s), How::Try) => s.try_get_or_create(&attr(k)),
-            (Some(s), How::Prepared) => s.get_or_create_prepared(&PreparedAttr::new(&attr(k))),
+            (Some(s), How::Prepared) => s.get_or_create(&PreparedAttr::new(&attr(k))),
         };
         match r {
             Ok(h) => {

@@ -767,10 +767,10 @@ fn session_run<const N: usize>(c: &mut Cursor<'_>, seed: u64, faults: [PortFault
                 lookups += 1;
                 let r = match (op, b >> 6) {
                     (0..=2, 0) => small.try_get_or_create(&at),
-                    (0..=2, 1) => small.get_or_create_prepared(&prepared),
+                    (0..=2, 1) => small.get_or_create(&prepared),
                     (0..=2, _) => small.get_or_create(&at),
-                    (3..=5, 0) => big.try_get_or_create_prepared(&prepared),
-                    (3..=5, 1) => big.get_or_create_prepared(&prepared),
+                    (3..=5, 0) => big.try_get_or_create(&prepared),
+                    (3..=5, 1) => big.get_or_create(&prepared),
                     (3..=5, _) => big.get_or_create(&at),
                     _ => table.get_or_create(hal, &at),
                 };

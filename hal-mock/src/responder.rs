@@ -1,13 +1,13 @@
-//! A UD responder over the mock fabric: turns each received completion into
-//! an AH through the core and replies to the sender. Used by the end-to-end
-//! tests and by `udah demo`.
+//! A UD responder over the mock fabric: each received completion goes
+//! through the core's pipeline ([`udah_core::responder::Responder`]: GID
+//! snapshot, evidence, profile, admission, AH cache) and the reply goes to
+//! the sender. Used by the end-to-end tests, `udah serve` and `udah ping`.
 
-use udah_core::GidTable;
-use udah_core::LinkLayer;
-use udah_core::ah::{AhAttr, AttrError, Profile, kernel, libibverbs};
-use udah_core::hal::Hal;
-use udah_core::table::{AhTable, TableError, TableStats};
-use udah_core::wire::{Area, Evidence, NetworkType, Stamp};
+use udah_core::ah::{AhAttr, AttrError, Completion, IbvWc, KernelWc, ProfileError};
+use udah_core::attr::PortNum;
+use udah_core::responder::{self as core_responder, Config, EvidenceSource, ResolveError};
+use udah_core::table::{AhTable, Shared, TableError, TableStats};
+use udah_core::wire::Stamp;
 
 use crate::fabric::{Fabric, MockWc, PortId, Qpn, Received, SendError};
 use crate::hal::{MockError, MockHal};
@@ -26,6 +26,33 @@ pub enum Mode {
     Kernel,
 }
 
+impl Mode {
+    /// The core pipeline's configuration for this mode (the mock's route hop
+    /// limit is 64).
+    pub fn config(self) -> Config {
+        let (profile, evidence) = match self {
+            Mode::Libibverbs => (udah_core::ah::Profile::Libibverbs, EvidenceSource::None),
+            Mode::LibibverbsMlx5Sl => (udah_core::ah::Profile::Libibverbs, EvidenceSource::Mlx5Sl),
+            Mode::LibibverbsStamped => (udah_core::ah::Profile::Libibverbs, EvidenceSource::Stamp(Stamp::DEFAULT)),
+            Mode::Kernel => (udah_core::ah::Profile::Kernel, EvidenceSource::None),
+        };
+        Config { profile, evidence, route_hop_limit: 64, ..Config::default() }
+    }
+}
+
+/// A mock completion carries both encodings' flags, as the mock NIC reports
+/// them to userspace and to the kernel.
+impl Completion for MockWc {
+    #[inline]
+    fn ibv(&self) -> IbvWc {
+        MockWc::ibv(self)
+    }
+    #[inline]
+    fn kernel(&self) -> KernelWc {
+        MockWc::kernel(self)
+    }
+}
+
 /// Why a completion could not be answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -36,6 +63,8 @@ pub enum ReplyError {
     Kernel(udah_core::KernelError),
     /// The attribute is not valid for an AH.
     Attr(AttrError),
+    /// The admission policy refused the completion.
+    Refused(core_responder::Refusal),
     /// The AH table (or the backend behind it) refused the AH.
     Table(TableError<MockError>),
     /// The backend failed outside the table (GID snapshot).
@@ -50,6 +79,7 @@ impl core::fmt::Display for ReplyError {
             ReplyError::Libibverbs(e) => write!(f, "libibverbs profile: {e}"),
             ReplyError::Kernel(e) => write!(f, "kernel profile: {e}"),
             ReplyError::Attr(e) => write!(f, "attribute: {e}"),
+            ReplyError::Refused(e) => write!(f, "refused: {e}"),
             ReplyError::Table(e) => write!(f, "AH table: {e:?}"),
             ReplyError::Backend(e) => write!(f, "backend: {e}"),
             ReplyError::Send(e) => write!(f, "send: {e}"),
@@ -59,58 +89,25 @@ impl core::fmt::Display for ReplyError {
 
 impl core::error::Error for ReplyError {}
 
-/// Where a responder takes the header type of the 40-byte area from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EvidenceSource {
-    /// The profile's own heuristic.
-    None,
-    /// The receive areas were pre-stamped with [`Stamp::DEFAULT`].
-    Stamp,
-    /// mlx5's packet-type bits in `wc.sl` (RoCE ports; the libibverbs profile).
-    Mlx5Sl,
+impl From<ProfileError> for ReplyError {
+    fn from(e: ProfileError) -> ReplyError {
+        match e {
+            ProfileError::Libibverbs(f) => ReplyError::Libibverbs(f.error),
+            ProfileError::Kernel(f) => ReplyError::Kernel(f.error),
+            ProfileError::Attr(e) => ReplyError::Attr(e),
+            _ => ReplyError::Attr(AttrError::Unresolved),
+        }
+    }
 }
 
-/// The attribute a responder on port `port` (GID snapshot `gids`) replies to
-/// a completion with: the completion through `profile`, the header type from
-/// `evidence`. Pure, and allocation-free: the part of the responder that the
-/// tests and `udah demo` share.
-///
-/// The kernel profile leaves the route hop limit to the backend; the mock's
-/// is 64. With [`EvidenceSource::Mlx5Sl`] on a RoCE port the SL is taken as
-/// 0, since mlx5 reports the packet type in that field, not an SL; the kernel
-/// profile ignores that source (the kernel gets the type with the completion).
-pub fn completion_attr<const N: usize>(
-    gids: &GidTable<N>,
-    port: u8,
-    wc: &MockWc,
-    area: &Area,
-    profile: Profile,
-    evidence: EvidenceSource,
-) -> Result<AhAttr, ReplyError> {
-    match profile {
-        Profile::Kernel => {
-            let ev = match evidence {
-                EvidenceSource::Stamp => Evidence::Stamped(Stamp::DEFAULT),
-                EvidenceSource::None | EvidenceSource::Mlx5Sl => Evidence::None,
-            };
-            let a = kernel::init_ah_attr_from_wc_with(gids, &wc.kernel(), Some(area), ev)
-                .map_err(|f| ReplyError::Kernel(f.error))?;
-            a.to_ah_attr(64).map_err(ReplyError::Attr)
-        }
-        Profile::Libibverbs => {
-            let mut ibv = wc.ibv();
-            let ev = match evidence {
-                EvidenceSource::None => Evidence::None,
-                EvidenceSource::Stamp => Evidence::Stamped(Stamp::DEFAULT),
-                EvidenceSource::Mlx5Sl if gids.link_layer() == LinkLayer::Ethernet => {
-                    ibv.sl = 0;
-                    NetworkType::from_mlx5_sl(wc.sl).map_or(Evidence::None, Evidence::NetworkType)
-                }
-                EvidenceSource::Mlx5Sl => Evidence::None,
-            };
-            let a = libibverbs::init_ah_from_wc_with(gids, port, &ibv, Some(area), ev)
-                .map_err(|f| ReplyError::Libibverbs(f.error))?;
-            AhAttr::try_from(&a).map_err(ReplyError::Attr)
+impl From<ResolveError<MockError>> for ReplyError {
+    fn from(e: ResolveError<MockError>) -> ReplyError {
+        match e {
+            ResolveError::Profile(p) => p.into(),
+            ResolveError::Refused(r) => ReplyError::Refused(r),
+            ResolveError::Table(TableError::InvalidAttr(a)) => ReplyError::Attr(a),
+            ResolveError::Table(t) => ReplyError::Table(t),
+            _ => ReplyError::Attr(AttrError::Unresolved),
         }
     }
 }
@@ -118,18 +115,23 @@ pub fn completion_attr<const N: usize>(
 /// AH-table capacity of a [`Responder`].
 pub const RESPONDER_AH_SLOTS: usize = 1024;
 
-/// A UD responder on one port of the mock fabric: GID snapshot, profile, and
-/// the core's lock-free [`AhTable`] (identical attributes share one AH; a GID
-/// change retires the AHs built on the changed entries).
+/// GID-snapshot capacity of a [`Responder`].
+pub const RESPONDER_GID_SLOTS: usize = 1024;
+
+/// The core pipeline a [`Responder`] runs: the mock backend and its own AH
+/// table.
+pub type Pipeline =
+    core_responder::Responder<Shared<MockHal, Box<AhTable<MockHal, RESPONDER_AH_SLOTS>>>, RESPONDER_GID_SLOTS>;
+
+/// A UD responder on one port of the mock fabric: the core pipeline (GID
+/// snapshot, profile, the lock-free [`AhTable`]: identical attributes share
+/// one AH, a GID change retires the AHs built on the changed entries) and a
+/// QP to reply from.
 #[derive(Debug)]
 pub struct Responder {
-    hal: MockHal,
-    port: PortId,
     qpn: Qpn,
     qkey: u32,
-    mode: Mode,
-    table: Box<GidTable<1024>>,
-    ahs: Box<AhTable<MockHal, RESPONDER_AH_SLOTS>>,
+    pipeline: Box<Pipeline>,
 }
 
 impl Responder {
@@ -140,9 +142,10 @@ impl Responder {
         if mode == Mode::LibibverbsStamped {
             fabric.set_receive_stamp(qpn, Some(Stamp::DEFAULT));
         }
-        let mut table = Box::new(GidTable::new(port.port, udah_core::LinkLayer::Infiniband, 0));
-        hal.snapshot_gids(port.port, &mut table)?;
-        Ok(Responder { hal, port, qpn, qkey, mode, table, ahs: Box::new(AhTable::new()) })
+        let p = PortNum::new(port.port).ok_or(MockError::no_such_port("port 0"))?;
+        let cache = Shared::new(hal, Box::new(AhTable::new()));
+        let pipeline = Box::new(core_responder::Responder::new(cache, p, mode.config())?);
+        Ok(Responder { qpn, qkey, pipeline })
     }
 
     /// The responder's QP.
@@ -152,48 +155,47 @@ impl Responder {
 
     /// AHs created so far.
     pub fn ahs_created(&self) -> usize {
-        self.ahs.stats().creates as usize
+        self.stats().creates as usize
     }
 
     /// The AH table's statistics.
     pub fn stats(&self) -> TableStats {
-        self.ahs.stats()
+        self.pipeline.cache().table().stats()
     }
 
-    /// The attribute the responder would reply with.
+    /// The core pipeline (admission policy, counters, GID snapshot).
+    pub fn pipeline(&mut self) -> &mut Pipeline {
+        &mut self.pipeline
+    }
+
+    /// The attribute the responder would reply with (after re-taking the GID
+    /// snapshot if the port's GID generation moved).
     pub fn reply_attr(&mut self, msg: &Received) -> Result<AhAttr, ReplyError> {
-        if self.table.generation() != self.hal.gid_generation(self.port.port) {
-            let mut fresh = Box::new(GidTable::new(self.port.port, self.table.link_layer(), 0));
-            self.hal.snapshot_gids(self.port.port, &mut fresh).map_err(ReplyError::Backend)?;
-            self.ahs.retire_gid_change(&self.hal, &self.table, &fresh);
-            self.table = fresh;
-        }
-        let (profile, evidence) = match self.mode {
-            Mode::Libibverbs => (Profile::Libibverbs, EvidenceSource::None),
-            Mode::LibibverbsMlx5Sl => (Profile::Libibverbs, EvidenceSource::Mlx5Sl),
-            Mode::LibibverbsStamped => (Profile::Libibverbs, EvidenceSource::Stamp),
-            Mode::Kernel => (Profile::Kernel, EvidenceSource::None),
-        };
-        completion_attr(&self.table, self.port.port, &msg.wc, &msg.area, profile, evidence)
+        self.pipeline.refresh().map_err(ReplyError::Backend)?;
+        let words = self.pipeline.words(&msg.wc, &msg.area)?;
+        words.to_attr().map_err(ReplyError::Attr)
     }
 
     /// Answers one received message: AH from the completion, then a reply
     /// carrying `payload` to the sender's QP.
     pub fn reply(&mut self, msg: &Received, payload: &[u8]) -> Result<AhAttr, ReplyError> {
-        let attr = self.reply_attr(msg)?;
-        let handle = self.ahs.get_or_create(&self.hal, &attr).map_err(ReplyError::Table)?;
-        let sent = self.hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.src_qp), self.qkey, payload);
+        self.pipeline.refresh().map_err(ReplyError::Backend)?;
+        let words = self.pipeline.words(&msg.wc, &msg.area)?;
+        let handle = self.pipeline.lookup(&msg.wc, &words)?;
+        let hal = self.pipeline.backend();
+        let sent = hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.src_qp), self.qkey, payload);
         // The send is complete once posted on the mock: the reference goes back.
-        self.ahs.release(&self.hal, handle).map_err(ReplyError::Table)?;
+        self.pipeline.release(handle).map_err(ReplyError::Table)?;
         sent.map_err(ReplyError::Send)?;
-        Ok(attr)
+        // Only valid attributes reach the cache.
+        words.to_attr().map_err(ReplyError::Attr)
     }
 
     /// Polls and answers everything queued; returns (answered, failed).
     pub fn serve_pending(&mut self) -> (usize, Vec<(Received, ReplyError)>) {
         let mut ok = 0;
         let mut failed = Vec::new();
-        while let Some(msg) = self.hal.fabric().poll(self.qpn) {
+        while let Some(msg) = self.pipeline.backend().fabric().poll(self.qpn) {
             let payload = msg.payload.clone();
             match self.reply(&msg, &payload) {
                 Ok(_) => ok += 1,

@@ -13,8 +13,8 @@ use core::hint::black_box;
 use udah_benches::{Case, Family, Fixture, Order, SEED, branchy};
 use udah_core::GidTable;
 use udah_core::ah::libibverbs::IbvResult;
-use udah_core::ah::{IbvAhAttr, IbvWc, kernel, libibverbs};
-use udah_core::wire::Area;
+use udah_core::ah::{IbvAhAttr, IbvWc, Profile, kernel, libibverbs};
+use udah_core::wire::{Area, Evidence};
 
 struct Sets {
     fx4: Fixture<4>,
@@ -84,6 +84,15 @@ targets! {
     udah_icount_kernel_rocev1_256 => |s| (s.fx256.family(Family::RoceV1), |c| kernel::init_ah_attr_from_wc(&s.fx256.roce, &c.kwc, Some(&c.area)));
     udah_icount_kernel_rocev2_ipv6_256 => |s| (s.fx256.family(Family::RoceV2Ipv6), |c| kernel::init_ah_attr_from_wc(&s.fx256.roce, &c.kwc, Some(&c.area)));
     udah_icount_kernel_rocev2_ipv4_256 => |s| (s.fx256.family(Family::RoceV2Ipv4), |c| kernel::init_ah_attr_from_wc(&s.fx256.roce, &c.kwc, Some(&c.area)));
+    // The pipeline's entry point, `Profile::words` (the word form the AH
+    // cache keys on), for both profiles: what a `Responder` runs.
+    udah_icount_words_libibverbs_rocev1_256 => |s| (s.fx256.family(Family::RoceV1), |c| Profile::Libibverbs.words(&s.fx256.roce, &c.wc, &c.area, Evidence::None, 64));
+    udah_icount_words_libibverbs_rocev2_ipv6_256 => |s| (s.fx256.family(Family::RoceV2Ipv6), |c| Profile::Libibverbs.words(&s.fx256.roce, &c.wc, &c.area, Evidence::None, 64));
+    udah_icount_words_libibverbs_rocev2_ipv4_256 => |s| (s.fx256.family(Family::RoceV2Ipv4), |c| Profile::Libibverbs.words(&s.fx256.roce, &c.wc, &c.area, Evidence::None, 64));
+    udah_icount_words_kernel_ib_nogrh_256 => |s| (s.fx256.family(Family::IbNoGrh), |c| Profile::Kernel.words(&s.fx256.ib, &c.kwc, &c.area, Evidence::None, 64));
+    udah_icount_words_kernel_rocev1_256 => |s| (s.fx256.family(Family::RoceV1), |c| Profile::Kernel.words(&s.fx256.roce, &c.kwc, &c.area, Evidence::None, 64));
+    udah_icount_words_kernel_rocev2_ipv6_256 => |s| (s.fx256.family(Family::RoceV2Ipv6), |c| Profile::Kernel.words(&s.fx256.roce, &c.kwc, &c.area, Evidence::None, 64));
+    udah_icount_words_kernel_rocev2_ipv4_256 => |s| (s.fx256.family(Family::RoceV2Ipv4), |c| Profile::Kernel.words(&s.fx256.roce, &c.kwc, &c.area, Evidence::None, 64));
 }
 
 fn main() {

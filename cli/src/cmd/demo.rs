@@ -14,13 +14,12 @@ use clap::ValueEnum;
 use serde::Serialize;
 use udah_core::ah::Profile;
 use udah_core::hal::Hal;
-use udah_core::table::{AhHandle, AhTable, Session};
+use udah_core::responder::{Config, EvidenceSource, ResolveError, Responder};
+use udah_core::table::{AhCache, AhHandle, AhTable, Session};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
-use udah_hal_mock::MockAh;
-use udah_hal_mock::responder::{EvidenceSource, ReplyError, completion_attr};
 use udah_hal_mock::scenario::{Family, Scenario};
-use udah_hal_mock::{Faults, FrontFill, MockHal, MockWc, PortId, Qpn, Quirks};
+use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, PortId, Qpn, Quirks};
 
 use udah_cli::alloc_count::thread_allocations;
 
@@ -38,9 +37,6 @@ static TABLE: AhTable<MockHal, TABLE_SLOTS> = AhTable::new();
 /// Leases of each worker's session: 256 sets of two for the table's 4096
 /// slots, so that a few hundred peers rarely compete for a lease.
 const SESSION_LEASES: usize = 512;
-
-/// A worker's session on [`TABLE`].
-type DemoSession<'a> = Session<'a, MockHal, TABLE_SLOTS, SESSION_LEASES>;
 
 /// How hot-path workers reach the AH table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -203,88 +199,106 @@ struct Completion {
     area: Area,
 }
 
-/// What the responder needs per port.
-struct Responder<'a> {
-    hal: &'a MockHal,
-    ib: &'a GidTable<GID_SLOTS>,
-    roce: &'a GidTable<GID_SLOTS>,
-    profile: ProfileArg,
-    evidence: EvidenceArg,
+/// The core pipeline of one port, over a worker's cache.
+type PortPipeline<C> = Box<Responder<C, GID_SLOTS>>;
+
+/// A worker's responder: the core pipeline of each of the two ports, over
+/// the worker's way to [`TABLE`] (its own sessions, or the shared calls).
+struct Ports<C: AhCache<Backend = MockHal>> {
+    ib: PortPipeline<C>,
+    roce: PortPipeline<C>,
 }
 
 /// Why a completion got no AH (typed: nothing is formatted on the hot path).
-#[derive(Debug)]
-enum Refusal {
-    Resolve(udah_core::table::ResolveError<udah_hal_mock::MockError>),
-    Attr(ReplyError),
-    Table(udah_core::table::TableError<udah_hal_mock::MockError>),
-}
+type Refusal = ResolveError<MockError>;
 
-impl Refusal {
-    fn reason(&self) -> String {
-        match self {
-            Refusal::Resolve(udah_core::table::ResolveError::Attr(f)) => format!("libibverbs: {}", f.error),
-            Refusal::Resolve(e) => format!("{e:?}"),
-            Refusal::Attr(e) => e.to_string(),
-            Refusal::Table(e) => format!("AH table: {e:?}"),
-        }
+/// The summary's name of a refusal.
+fn reason(r: &Refusal) -> String {
+    match r {
+        ResolveError::Table(e) => format!("AH table: {e:?}"),
+        e => e.to_string(),
     }
 }
 
-/// A worker's way to the table: its own session, or the shared calls.
-enum Path<'a> {
-    Session(Box<DemoSession<'a>>),
-    Shared,
+/// The pipeline configuration of `udah demo`'s arguments.
+fn config(args: &Args) -> Config {
+    let profile = match args.profile {
+        ProfileArg::Libibverbs => Profile::Libibverbs,
+        ProfileArg::Kernel => Profile::Kernel,
+    };
+    let evidence = match args.evidence {
+        EvidenceArg::None => EvidenceSource::None,
+        EvidenceArg::Stamp => EvidenceSource::Stamp(Stamp::DEFAULT),
+        EvidenceArg::Mlx5 => EvidenceSource::Mlx5Sl,
+    };
+    // The kernel profile leaves the route hop limit to the backend; the mock's is 64.
+    Config { profile, evidence, route_hop_limit: 64, ..Config::default() }
 }
 
-impl<'a> Path<'a> {
-    fn new(arg: TablePathArg, hal: &'a MockHal) -> Path<'a> {
-        match arg {
-            TablePathArg::Session => Path::Session(Box::new(Session::new(&TABLE, hal))),
-            TablePathArg::Shared => Path::Shared,
+impl<C: AhCache<Backend = MockHal>> Ports<C> {
+    /// The two ports' pipelines over `ib` and `roce` (the same table), from
+    /// the snapshots taken at start.
+    fn new(ib: C, roce: C, gids: (&GidTable<GID_SLOTS>, &GidTable<GID_SLOTS>), config: Config) -> Ports<C> {
+        Ports {
+            ib: Box::new(Responder::from_snapshot(ib, gids.0.clone(), config)),
+            roce: Box::new(Responder::from_snapshot(roce, gids.1.clone(), config)),
         }
+    }
+
+    fn port(&mut self, c: &Completion) -> &mut PortPipeline<C> {
+        if c.port.port == 1 { &mut self.ib } else { &mut self.roce }
+    }
+
+    /// The hot path: completion → AH handle (evidence, profile, GID look-up,
+    /// AH-table probe), through the core pipeline of the completion's port.
+    #[inline]
+    fn resolve(&mut self, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
+        self.port(c).resolve(&c.wc, &c.area)
     }
 
     /// Gives `h` back (to the session's lease, or to the table).
     #[inline]
-    fn release(&mut self, hal: &MockHal, h: AhHandle<MockAh>) {
-        let _ = match self {
-            Path::Session(s) => s.release(h),
-            Path::Shared => TABLE.release(hal, h),
-        };
+    fn release(&mut self, c: &Completion, h: AhHandle<MockAh>) {
+        let _ = self.port(c).release(h);
     }
 }
 
-impl Responder<'_> {
-    /// The hot path: completion → AH handle (attribute, GID look-up, AH-table probe).
-    #[inline]
-    fn resolve(&self, path: &mut Path<'_>, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
-        let gids = if c.port.port == 1 { self.ib } else { self.roce };
-        let port = c.port.port;
-        let (profile, evidence) = match (self.profile, self.evidence) {
-            (ProfileArg::Libibverbs, EvidenceArg::None) => {
-                let wc = c.wc.ibv();
-                return match path {
-                    Path::Session(s) => s.resolve(gids, port, &wc, &c.area),
-                    Path::Shared => TABLE.resolve(self.hal, gids, port, &wc, &c.area),
+/// Resolves `per_thread` completions of `corpus` from index `i` on, in
+/// timed batches, pushing the ns per completion of each batch to `ns`
+/// (allocated by the caller: nothing here allocates); returns how many
+/// were refused.
+fn work<C: AhCache<Backend = MockHal>>(
+    ports: &mut Ports<C>,
+    corpus: &[Completion],
+    mut i: usize,
+    per_thread: u64,
+    progress: &AtomicU64,
+    ns: &mut Vec<f64>,
+) -> u64 {
+    let mut refused = 0u64;
+    let mut done = 0u64;
+    while done < per_thread {
+        let n = (per_thread - done).min(BATCH as u64);
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let c = &corpus[i];
+            match ports.resolve(c) {
+                Ok(h) => {
+                    core::hint::black_box(h.ah());
+                    ports.release(c, h);
                 }
-                .map_err(Refusal::Resolve);
+                Err(_) => refused += 1,
             }
-            (ProfileArg::Libibverbs, _) => (Profile::Libibverbs, self.evidence),
-            (ProfileArg::Kernel, _) => (Profile::Kernel, self.evidence),
-        };
-        let evidence = match evidence {
-            EvidenceArg::None => EvidenceSource::None,
-            EvidenceArg::Stamp => EvidenceSource::Stamp,
-            EvidenceArg::Mlx5 => EvidenceSource::Mlx5Sl,
-        };
-        let attr = completion_attr(gids, port, &c.wc, &c.area, profile, evidence).map_err(Refusal::Attr)?;
-        match path {
-            Path::Session(s) => s.get_or_create(&attr),
-            Path::Shared => TABLE.get_or_create(self.hal, &attr),
+            i += 1;
+            if i == corpus.len() {
+                i = 0;
+            }
         }
-        .map_err(Refusal::Table)
+        ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
+        done += n;
+        progress.fetch_add(n, Ordering::Relaxed);
     }
+    refused
 }
 
 fn quirks_of(q: QuirksArg, evidence: EvidenceArg) -> Quirks {
@@ -360,7 +374,8 @@ fn demo(args: &Args) -> Result<Summary, String> {
         sc.fabric.set_receive_stamp(ib_qp, Some(Stamp::DEFAULT));
         sc.fabric.set_receive_stamp(roce_qp, Some(Stamp::DEFAULT));
     }
-    let resp = Responder { hal: &hal, ib: &ib, roce: &roce, profile: args.profile, evidence: args.evidence };
+    let gids = (&*ib, &*roce);
+    let mut shared = Ports::new(TABLE.shared(&hal), TABLE.shared(&hal), gids, config(args));
 
     // Phase 1: end to end through the fabric.
     let sent = sc.send_requests(ib_qp, roce_qp, args.rounds);
@@ -371,14 +386,14 @@ fn demo(args: &Args) -> Result<Summary, String> {
         while let Some(m) = sc.fabric.poll(qp) {
             let c = Completion { port, wc: m.wc, area: m.area };
             corpus.push(c);
-            match resp.resolve(&mut Path::Shared, &c) {
+            match shared.resolve(&c) {
                 Ok(h) => {
                     if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
                         answered += 1;
                     }
-                    TABLE.release(&hal, h).map_err(|e| format!("release: {e:?}"))?;
+                    shared.port(&c).release(h).map_err(|e| format!("release: {e:?}"))?;
                 }
-                Err(r) => *refused.entry(r.reason()).or_default() += 1,
+                Err(r) => *refused.entry(reason(&r)).or_default() += 1,
             }
         }
     }
@@ -401,10 +416,9 @@ fn demo(args: &Args) -> Result<Summary, String> {
     if corpus.is_empty() {
         return Err("no completions were delivered".into());
     }
-    let mut shared = Path::Shared;
     for c in &corpus {
-        if let Ok(h) = resp.resolve(&mut shared, c) {
-            shared.release(&hal, h);
+        if let Ok(h) = shared.resolve(c) {
+            shared.release(c, h);
         }
     }
     let progress = AtomicU64::new(0);
@@ -442,39 +456,28 @@ fn demo(args: &Args) -> Result<Summary, String> {
         });
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
-                let (resp, corpus, progress, hal) = (&resp, &corpus, &progress, &hal);
+                let (corpus, progress, hal) = (&corpus, &progress, &hal);
                 s.spawn(move || {
-                    let batches = (per_thread as usize).div_ceil(BATCH);
-                    let mut ns = Vec::with_capacity(batches);
-                    let mut refused = 0u64;
-                    let mut i = (t * corpus.len()) / args.threads;
-                    // The session is made before the allocation count starts
-                    // (it is boxed: 8 KiB of leases), and dropped after it.
-                    let mut path = Path::new(args.table_path, hal);
-                    let before = thread_allocations();
-                    let mut done = 0u64;
-                    while done < per_thread {
-                        let n = (per_thread - done).min(BATCH as u64);
-                        let t0 = Instant::now();
-                        for _ in 0..n {
-                            match resp.resolve(&mut path, &corpus[i]) {
-                                Ok(h) => {
-                                    core::hint::black_box(h.ah());
-                                    path.release(hal, h);
-                                }
-                                Err(_) => refused += 1,
-                            }
-                            i += 1;
-                            if i == corpus.len() {
-                                i = 0;
-                            }
+                    let i = (t * corpus.len()) / args.threads;
+                    let mut ns = Vec::with_capacity((per_thread as usize).div_ceil(BATCH));
+                    // The pipelines (and sessions) are made before the
+                    // allocation count starts (they are boxed: the GID
+                    // snapshots, 10 KiB of leases each), and dropped after it.
+                    let (refused, allocs) = match args.table_path {
+                        TablePathArg::Session => {
+                            let session = || Session::<_, TABLE_SLOTS, SESSION_LEASES>::new(&TABLE, hal);
+                            let mut ports = Ports::new(session(), session(), gids, config(args));
+                            let before = thread_allocations();
+                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            (refused, thread_allocations() - before)
                         }
-                        ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
-                        done += n;
-                        progress.fetch_add(n, Ordering::Relaxed);
-                    }
-                    let allocs = thread_allocations() - before;
-                    drop(path);
+                        TablePathArg::Shared => {
+                            let mut ports = Ports::new(TABLE.shared(hal), TABLE.shared(hal), gids, config(args));
+                            let before = thread_allocations();
+                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            (refused, thread_allocations() - before)
+                        }
+                    };
                     (ns, refused, allocs)
                 })
             })

@@ -271,14 +271,14 @@ fn serve_mock(args: &Args) -> ExitCode {
 #[derive(Debug)]
 pub(crate) enum ServeError<E> {
     /// The libibverbs profile failed.
-    Attr(String),
-    /// The AH table or backend failed.
-    Table(String),
+    Attr(udah_core::IbvError),
+    /// The AH table or backend failed (an invalid attribute included).
+    Table(udah_core::table::TableError<E>),
     /// Re-snapshotting the GID table failed.
     Snapshot(E),
 }
 
-impl<E: core::fmt::Display> core::fmt::Display for ServeError<E> {
+impl<E: core::fmt::Display + core::fmt::Debug> core::fmt::Display for ServeError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
@@ -349,18 +349,9 @@ where
         area: &Area,
     ) -> Result<AhHandle<H::Ah>, ServeError<H::Error>> {
         self.refresh(hal)?;
-        match self.stamp {
-            None => self.table.resolve(hal, &self.gids, self.port, wc, area).map_err(|e| match e {
-                udah_core::table::ResolveError::Table(t) => ServeError::Table(t.to_string()),
-                other => ServeError::Attr(other.to_string()),
-            }),
-            Some(s) => {
-                let c = libibverbs::init_ah_from_wc_with(&self.gids, self.port, wc, Some(area), Evidence::Stamped(s))
-                    .map_err(|f| ServeError::Attr(f.error.to_string()))?;
-                let attr = AhAttr::try_from(&c).map_err(|e| ServeError::Attr(e.to_string()))?;
-                self.table.get_or_create(hal, &attr).map_err(|e| ServeError::Table(e.to_string()))
-            }
-        }
+        let evidence = self.stamp.map_or(Evidence::None, Evidence::Stamped);
+        let words = libibverbs::words(&self.gids, wc, area, evidence).map_err(|f| ServeError::Attr(f.error))?;
+        self.table.get_or_create(hal, &words).map_err(ServeError::Table)
     }
 
     /// Gives a handle back.

@@ -20,8 +20,10 @@
 //!
 //! The failure value carries the attribute as the kernel leaves it.
 
+use super::ProfileError;
 use super::attr::{AhType, Dmac, HopLimit, RdmaAhAttr, RdmaGlobalRoute};
 use super::wc::{IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_VLAN, KernelWc};
+use crate::attr::AttrWords;
 use crate::error::KernelError;
 use crate::gid_table::{GidTable, GidType, LinkLayer};
 use crate::wire::gid::SA_WELL_KNOWN_INTERFACE_ID;
@@ -187,4 +189,21 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
         attr.grh = grh_filled(index);
         Ok(attr)
     }
+}
+
+/// [`init_ah_attr_from_wc_with`] in the [word form](AttrWords) the AH cache
+/// keys on, with `route_hop_limit` where the kernel leaves the hop limit to
+/// the route ([`HopLimit::Route`]), validated as by
+/// [`RdmaAhAttr::to_ah_attr`]: the kernel profile's entry point for
+/// the pipeline ([`Profile::words`](super::Profile::words)).
+#[inline]
+pub fn words<const N: usize>(
+    table: &GidTable<N>,
+    wc: &KernelWc,
+    area: &Area,
+    evidence: Evidence,
+    route_hop_limit: u8,
+) -> Result<AttrWords, ProfileError> {
+    let a = init_ah_attr_from_wc_with(table, wc, Some(area), evidence).map_err(ProfileError::Kernel)?;
+    a.to_words(route_hop_limit).map_err(ProfileError::Attr)
 }

@@ -46,6 +46,7 @@ use core::hint::select_unpredictable;
 
 use super::attr::{IbvAhAttr, IbvGlobalRoute};
 use super::wc::{IBV_WC_GRH, IbvWc};
+use crate::attr::{self, AttrWords, CanonicalWords, word2, word3};
 use crate::error::IbvError;
 use crate::gid_table::GidTable;
 use crate::wire::{Area, Detection, Evidence, Gid, detect, grh, ipv4};
@@ -122,7 +123,7 @@ fn le64(area: &Area, at: usize) -> u64 {
 /// A GID from its two halves in memory order (see [`le64`]).
 #[inline(always)]
 fn gid_from_le(hi: u64, lo: u64) -> Gid {
-    Gid(((u128::from(lo) << 64) | u128::from(hi)).to_le_bytes())
+    Gid::from_words(hi, lo)
 }
 
 /// Bytes 8..12 of an IPv4-mapped GID (`00 00 ff ff`) as the lower half of a
@@ -282,17 +283,20 @@ pub fn init_ah_from_wc<const N: usize>(
     init_impl(table, port_num, wc, area, Evidence::None)
 }
 
-/// [`init_ah_from_wc`] with the attribute as the C struct's memory image:
-/// four little-endian words (the AH table's key is built from them without
-/// going through the fields).
+/// [`init_ah_from_wc_with`] against the port of `table`, with the
+/// attribute in its [word form](AttrWords) (the C struct's memory image, from
+/// which the AH cache takes its key without going through the fields): the
+/// libibverbs profile's entry point for the pipeline
+/// ([`Profile::words`](super::Profile::words)). A constant `evidence` folds
+/// away.
 #[inline(always)]
-pub(crate) fn init_ah_from_wc_words<const N: usize>(
+pub fn words<const N: usize>(
     table: &GidTable<N>,
-    port_num: u8,
     wc: &IbvWc,
     area: &Area,
-) -> Result<[u64; 4], IbvFailure> {
-    init_impl(table, port_num, wc, Some(area), Evidence::None)
+    evidence: Evidence,
+) -> Result<AttrWords, IbvFailure> {
+    init_impl(table, table.port_num(), wc, Some(area), evidence)
 }
 
 /// [`init_ah_from_wc`] with the header type taken from `evidence` (see
@@ -329,10 +333,7 @@ fn init_impl<const N: usize, T: Output>(
     // attribute is built in registers and written as four words.
     let flow_label = u64::from((le64(area, 0) as u32).swap_bytes() & 0x000f_ffff);
     if wc.wc_flags & IBV_WC_GRH == 0 {
-        let w3 = u64::from(wc.slid)
-            | u64::from(wc.sl) << 16
-            | u64::from(wc.dlid_path_bits) << 24
-            | u64::from(port_num) << 48;
+        let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, false, port_num);
         return Ok(T::from_words([0, 0, flow_label, w3]));
     }
     // A table holding a multicast GID could match a multicast destination,
@@ -355,6 +356,66 @@ fn init_impl<const N: usize, T: Output>(
     Ok(T::from_words(found_words(port_num, wc, flow_label, &r, index)))
 }
 
+/// The attribute without `IBV_WC_GRH`: the generic fields and the flow
+/// label (bytes 16..24 and 24..32 of the C struct as little-endian words).
+#[inline(always)]
+fn no_grh_words(port_num: u8, wc: &IbvWc, area: &Area) -> [u64; 4] {
+    let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, false, port_num);
+    [0, 0, flow_label_word(area), w3]
+}
+
+/// The flow label (`W0 & 0xfffff`) in place in word 2.
+#[inline(always)]
+fn flow_label_word(area: &Area) -> u64 {
+    u64::from((le64(area, 0) as u32).swap_bytes() & 0x000f_ffff)
+}
+
+/// The hot path of [`init_impl`] as an `Option` of the words, for
+/// [`words_hot`]: the same steps (generic fields, GRH flag, [`route`], one
+/// probe of the stored entries), `None` for everything [`init_impl`] sends
+/// to its cold paths. (`init_impl` keeps its own copy of these few lines:
+/// its early returns let each path write the C struct directly, which this
+/// form's merge would cost it 2 to 9 instructions per call,
+/// `benches/gates.toml`. `wc` by value: two registers, no copy in memory.)
+#[inline(always)]
+fn hot<const N: usize>(table: &GidTable<N>, port_num: u8, wc: IbvWc, area: &Area) -> Option<[u64; 4]> {
+    // The attribute is built in registers and written as four words.
+    let flow_label = flow_label_word(area);
+    if wc.wc_flags & IBV_WC_GRH == 0 {
+        return Some(no_grh_words(port_num, &wc, area));
+    }
+    // A table holding a multicast GID could match a multicast destination,
+    // which libibverbs refuses before it searches: the plain path then.
+    // Real ports have none, and the answer depends on the table alone.
+    if table.holds_multicast() {
+        return None;
+    }
+    let r = route(area);
+    let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
+    let index = found?;
+    Some(found_words(port_num, &wc, flow_label, &r, index))
+}
+
+/// [`words`] when it is the hot path's (no evidence) and its words are
+/// canonical, which the hot path proves with two tests (SL ≤ 15, port ≥ 1;
+/// every other field is canonical by construction, and word 2 is dropped
+/// without a GRH, as the canonical form does): `None` for everything else (a
+/// failure, a zero-GID search, a table holding a multicast GID, an SL above
+/// 15), which [`words`] then decides. An `Option` merges with the cold case
+/// in registers, where a `Result` carrying the failure would go through
+/// memory.
+#[inline(always)]
+pub(crate) fn words_hot<const N: usize>(table: &GidTable<N>, wc: IbvWc, area: &Area) -> Option<CanonicalWords> {
+    let port = table.port_num();
+    match hot(table, port, wc, area) {
+        Some([w0, w1, w2, w3]) if (wc.sl <= 15) & (port != 0) => {
+            let global = w3 >> attr::w3::IS_GLOBAL & 1;
+            Some(CanonicalWords::proven([w0, w1, w2 & global.wrapping_neg(), w3]))
+        }
+        _ => None,
+    }
+}
+
 /// What [`init_impl`] (and its cold paths, so that nothing is copied on
 /// the way out) builds: the C struct, or its four words.
 trait Output {
@@ -373,14 +434,14 @@ impl Output for IbvAhAttr {
     }
 }
 
-impl Output for [u64; 4] {
+impl Output for AttrWords {
     #[inline(always)]
     fn from_words(w: [u64; 4]) -> Self {
-        w
+        AttrWords::from_raw(w)
     }
     #[inline(always)]
     fn from_attr(a: IbvAhAttr) -> Self {
-        a.to_words()
+        a.words()
     }
 }
 
@@ -388,13 +449,8 @@ impl Output for [u64; 4] {
 /// its four words.
 #[inline(always)]
 fn found_words(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) -> [u64; 4] {
-    let w2 =
-        flow_label | u64::from(index as u8) << 32 | u64::from(r.hop_limit) << 40 | u64::from(r.traffic_class) << 48;
-    let w3 = u64::from(wc.slid)
-        | u64::from(wc.sl) << 16
-        | u64::from(wc.dlid_path_bits) << 24
-        | 1 << 40
-        | u64::from(port_num) << 48;
+    let w2 = flow_label | word2(0, index as u8, r.hop_limit, r.traffic_class);
+    let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, true, port_num);
     [r.remote.0, r.remote.1, w2, w3]
 }
 
@@ -455,15 +511,15 @@ fn grh_base(port_num: u8, wc: &IbvWc, area: &Area, dgid: [u8; 16]) -> IbvAhAttr 
 #[inline(never)]
 fn route_with_evidence(area: &Area, evidence: Evidence) -> Route {
     let c = classify_with_evidence(area, evidence);
-    let local = u128::from_le_bytes(c.local.0);
-    let remote = u128::from_le_bytes(c.remote.0);
+    let local = c.local.to_words();
+    let remote = c.remote.to_words();
     Route {
         search: c.verdict == Verdict::Search,
         want_v2: c.want_v2,
         is4: c.is_ipv4,
         is6: !c.is_ipv4 & (c.verdict != Verdict::UnknownVersion) & (c.verdict != Verdict::Ambiguous),
-        local: (local as u64, (local >> 64) as u64),
-        remote: (remote as u64, (remote >> 64) as u64),
+        local,
+        remote,
         hop_limit: c.hop_limit,
         traffic_class: c.traffic_class,
     }

@@ -67,3 +67,96 @@ pub struct KernelWc {
     /// P_Key index (never read by the function).
     pub pkey_index: u16,
 }
+
+/// A receive completion in either encoding: what a [`Profile`](super::Profile)
+/// reads. The core's edge has one type per encoding, [`IbvWc`] (userspace
+/// `struct ibv_wc`, `IBV_WC_*` flags) and [`KernelWc`] (kernel `struct
+/// ib_wc`, `IB_WC_*` flags); a backend whose completions carry both (a
+/// mock NIC, a provider that reports the network type) implements this for
+/// its own type. Each encoding converts to the other: flags that have a
+/// counterpart are mapped, the kernel-only fields (VLAN, network type, MAC)
+/// are absent in the userspace view and not reported in the kernel view of
+/// an [`IbvWc`].
+pub trait Completion {
+    /// The userspace view.
+    fn ibv(&self) -> IbvWc;
+    /// The kernel view.
+    fn kernel(&self) -> KernelWc;
+}
+
+/// `(userspace bit, kernel bit)` of the flags both encodings have.
+const FLAG_PAIRS: [(u32, u32); 3] =
+    [(IBV_WC_GRH, IB_WC_GRH), (IBV_WC_WITH_IMM, IB_WC_WITH_IMM), (IBV_WC_IP_CSUM_OK, IB_WC_IP_CSUM_OK)];
+
+impl Completion for IbvWc {
+    #[inline(always)]
+    fn ibv(&self) -> IbvWc {
+        *self
+    }
+
+    #[inline]
+    fn kernel(&self) -> KernelWc {
+        let wc_flags = FLAG_PAIRS.iter().fold(0, |f, &(u, k)| if self.wc_flags & u != 0 { f | k } else { f });
+        KernelWc {
+            wc_flags,
+            slid: u32::from(self.slid),
+            sl: self.sl,
+            dlid_path_bits: self.dlid_path_bits,
+            src_qp: self.src_qp,
+            pkey_index: self.pkey_index,
+            ..KernelWc::default()
+        }
+    }
+}
+
+impl Completion for KernelWc {
+    #[inline]
+    fn ibv(&self) -> IbvWc {
+        let wc_flags = FLAG_PAIRS.iter().fold(0, |f, &(u, k)| if self.wc_flags & k != 0 { f | u } else { f });
+        IbvWc {
+            wc_flags,
+            slid: self.slid as u16,
+            sl: self.sl,
+            dlid_path_bits: self.dlid_path_bits,
+            src_qp: self.src_qp,
+            pkey_index: self.pkey_index,
+        }
+    }
+
+    #[inline(always)]
+    fn kernel(&self) -> KernelWc {
+        *self
+    }
+}
+
+impl KernelWc {
+    /// The VLAN id, when the completion reports one (`IB_WC_WITH_VLAN`).
+    #[inline]
+    pub const fn vlan(&self) -> Option<u16> {
+        if self.wc_flags & IB_WC_WITH_VLAN != 0 { Some(self.vlan_id) } else { None }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn encodings_convert_both_ways() {
+        let u = IbvWc {
+            wc_flags: IBV_WC_GRH | IBV_WC_IP_CSUM_OK,
+            slid: 9,
+            sl: 3,
+            dlid_path_bits: 1,
+            src_qp: 77,
+            pkey_index: 2,
+        };
+        let k = u.kernel();
+        assert_eq!(k.wc_flags, IB_WC_GRH | IB_WC_IP_CSUM_OK);
+        assert_eq!((k.slid, k.sl, k.src_qp, k.pkey_index, k.vlan()), (9, 3, 77, 2, None));
+        assert_eq!(k.ibv(), u);
+        let v = KernelWc { wc_flags: IB_WC_WITH_VLAN | IB_WC_WITH_INVALIDATE, vlan_id: 100, ..k };
+        assert_eq!(v.vlan(), Some(100));
+        assert_eq!(v.ibv().wc_flags, 0);
+    }
+}

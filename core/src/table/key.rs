@@ -2,45 +2,20 @@
 //! `ibv_ah_attr` is 32 bytes), so that a slot can hold it in four
 //! `AtomicU64`s and a reader can compare it with four relaxed loads.
 
-use crate::ah::AhAttr;
-#[cfg(test)]
-use crate::ah::IbvAhAttr;
+use crate::attr::{AhAttr, AttrWords};
 use crate::hal::L2Info;
 
 /// Words of a packed key.
 pub(crate) const KEY_WORDS: usize = 4;
 
-/// An [`AhAttr`] packed into four words, in the byte layout of the C
-/// `struct ibv_ah_attr` ([`IbvAhAttr`], 32 bytes), so that the key of a
-/// profile's output is its four words ([`Key::from_words`]). The packing is
-/// injective: two keys are equal exactly when the attributes are.
-///
-/// | word | bits |
-/// |---|---|
-/// | 0 | `dgid` bytes 0..8 (little-endian), 0 without GRH |
-/// | 1 | `dgid` bytes 8..16 (little-endian), 0 without GRH |
-/// | 2 | `flow_label` 0..32, `sgid_index` 32..40, `hop_limit` 40..48, `traffic_class` 48..56; 0 without GRH |
-/// | 3 | `dlid` 0..16, `sl` 16..24, `src_path_bits` 24..32, `static_rate` 32..40, GRH present 40..48, `port` 48..56 |
-///
-/// Word 3 is never zero (the port is at least 1).
+/// An [`AhAttr`] packed into four words: its canonical [`AttrWords`] (the
+/// byte layout of the C `struct ibv_ah_attr`, documented in
+/// [`crate::attr`]), so that the key of a profile's output is its words
+/// ([`Key::from_words`]). The packing is injective: two keys are equal
+/// exactly when the attributes are. Word 3 is never zero (the port is at
+/// least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key(pub(crate) [u64; KEY_WORDS]);
-
-// The ors are grouped pairwise, which lets LLVM merge the loads of adjacent
-// byte fields (`src_path_bits` and `static_rate`, `hop_limit` and
-// `traffic_class`): the key is on the hit's critical path (field loads → key
-// → hash → slot load → CAS).
-#[inline(always)]
-fn word3(dlid: u16, sl: u8, src_path_bits: u8, static_rate: u8, global: bool, port: u8) -> u64 {
-    ((u64::from(dlid) | u64::from(sl) << 16) | (u64::from(src_path_bits) << 24 | u64::from(static_rate) << 32))
-        | (u64::from(global) << 40 | u64::from(port) << 48)
-}
-
-#[inline(always)]
-fn word2(flow_label: u32, sgid_index: u8, hop_limit: u8, traffic_class: u8) -> u64 {
-    (u64::from(flow_label) | u64::from(sgid_index) << 32)
-        | (u64::from(hop_limit) << 40 | u64::from(traffic_class) << 48)
-}
 
 /// The home slot of a key whose [`Key::hash`] is `h`, in a table of
 /// `mask + 1` slots.
@@ -53,48 +28,16 @@ impl Key {
     /// Packs `a`.
     #[inline(always)]
     pub(crate) fn new(a: &AhAttr) -> Key {
-        let w3 = word3(a.dlid, a.sl.get(), a.src_path_bits, a.static_rate, a.grh.is_some(), a.port.get());
-        match a.grh {
-            Some(g) => {
-                let d = u128::from_le_bytes(g.dgid.0);
-                Key([
-                    d as u64,
-                    (d >> 64) as u64,
-                    word2(g.flow_label.get(), g.sgid_index, g.hop_limit, g.traffic_class),
-                    w3,
-                ])
-            }
-            None => Key([0, 0, 0, w3]),
-        }
+        Key(AttrWords::from_attr(a).raw())
     }
 
-    /// The key of `AhAttr::try_from(c)` (tests; the table uses
-    /// [`from_words`](Self::from_words)).
-    #[cfg(test)]
-    pub(crate) fn from_ibv(c: &IbvAhAttr) -> Option<Key> {
-        Key::from_words(c.to_words())
-    }
-
-    /// The key of `AhAttr::try_from(c)` for the C attribute `c` whose memory
-    /// image is `w` ([`IbvAhAttr::to_words`]), without building the
-    /// `AhAttr`: the last two words are the C struct's bytes 16..32 as they
-    /// are. `None` when `c` is not in canonical form (SL above 15, port 0, a
-    /// 20-bit-overflowing flow label, `is_global` other than 0 or 1,
-    /// non-zero padding): the caller then converts it the slow way, which
-    /// gives the same key or the conversion's error.
+    /// The key of `w.to_attr()` without building the attribute: the
+    /// canonical words ([`AttrWords::canonical`]), `None` when `w` is not in
+    /// canonical form (the caller then converts it the slow way, which gives
+    /// the same key or the conversion's error).
     #[inline(always)]
-    pub(crate) fn from_words(w: [u64; 4]) -> Option<Key> {
-        let [w0, w1, w2, w3] = w;
-        // SL ≤ 15, is_global ≤ 1, padding 0, port ≠ 0.
-        const NOT_CANONICAL_3: u64 = 0xff00_fe00_00f0_0000;
-        // With a GRH: flow label ≤ 0xfffff, padding 0.
-        const NOT_CANONICAL_2: u64 = 0xff00_0000_fff0_0000;
-        let global = w3 >> 40 & 1;
-        let mask = global.wrapping_neg();
-        if (w3 & NOT_CANONICAL_3) | (w2 & NOT_CANONICAL_2 & mask) != 0 || w3 >> 48 == 0 {
-            return None;
-        }
-        Some(Key([w0 & mask, w1 & mask, w2 & mask, w3]))
+    pub(crate) fn from_words(w: AttrWords) -> Option<Key> {
+        w.canonical().map(|w| Key(w.raw()))
     }
 
     /// The home slot of this key in a table of `mask + 1` slots (a power of
@@ -117,13 +60,13 @@ impl Key {
     /// The port.
     #[inline]
     pub(crate) fn port(&self) -> u8 {
-        (self.0[3] >> 48) as u8
+        AttrWords::from_raw(self.0).port()
     }
 
     /// The local GID index, when the attribute has a GRH.
     #[inline]
     pub(crate) fn sgid_index(&self) -> Option<u8> {
-        (self.0[3] & 1 << 40 != 0).then_some((self.0[2] >> 32) as u8)
+        AttrWords::from_raw(self.0).sgid_index()
     }
 }
 
@@ -161,7 +104,7 @@ pub(crate) fn unpack_l2(w: [u64; 2]) -> Option<L2Info> {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::ah::{FlowLabel, GlobalRoute, PortNum, Sl};
+    use crate::attr::{FlowLabel, GlobalRoute, PortNum, Sl};
     use crate::wire::Gid;
 
     fn attr(i: u8, grh: bool) -> AhAttr {
@@ -196,31 +139,9 @@ mod test {
             assert_eq!(ka.port(), 1);
             assert_eq!(ka.sgid_index(), a.grh.map(|g| g.sgid_index));
             assert!(ka.home(63) < 64);
-            // The C mirror of an attribute has the same key.
-            assert_eq!(Key::from_ibv(&IbvAhAttr::from(a)), Some(*ka));
-        }
-    }
-
-    #[test]
-    fn from_ibv_canonicalises_and_validates() {
-        let a = attr(5, false);
-        let mut c = IbvAhAttr::from(&a);
-        // libibverbs writes the flow label (and C leaves GRH bytes) also
-        // without IBV_WC_GRH: they are not part of a non-global identity.
-        c.grh.flow_label = 0x12345;
-        c.grh.dgid = [9; 16];
-        assert_eq!(Key::from_ibv(&c), Some(Key::new(&a)));
-        let g = IbvAhAttr::from(&attr(5, true));
-        // Not canonical: the fast form refuses, the slow conversion decides.
-        assert_eq!(Key::from_ibv(&IbvAhAttr { is_global: 7, ..g }), None);
-        assert_eq!(Key::from_ibv(&IbvAhAttr { reserved: 1, ..g }), None);
-        for bad in [
-            IbvAhAttr { sl: 16, ..g },
-            IbvAhAttr { port_num: 0, ..g },
-            IbvAhAttr { grh: crate::ah::IbvGlobalRoute { flow_label: 0x10_0000, ..g.grh }, ..g },
-        ] {
-            assert_eq!(Key::from_ibv(&bad), None);
-            assert!(AhAttr::try_from(&bad).is_err());
+            // The canonical words are the key (the C mirror's words are
+            // checked in `attr`).
+            assert_eq!(Key::from_words(AttrWords::from_attr(a)), Some(*ka));
         }
     }
 

@@ -11,12 +11,12 @@
 //!   existing AH; a miss creates it once, however many threads miss at once;
 //!   [`try_get_or_create`](AhTable::try_get_or_create) returns
 //!   [`TableError::Pending`] instead of waiting for another thread's create;
-//! * [`get_or_create_prepared`](AhTable::get_or_create_prepared) and
-//!   [`get_prepared`](AhTable::get_prepared): the same for a [`PreparedAttr`],
-//!   whose key and hash were computed once (per-peer state in a runtime);
-//! * [`resolve`](AhTable::resolve) and [`resolve_batch`](AhTable::resolve_batch):
-//!   work completion + 40-byte area → handle in one call (the libibverbs
-//!   profile, then the probe);
+//! * every look-up takes any key form ([`Lookup`]): an [`AhAttr`], a
+//!   [`PreparedAttr`] (key and hash computed once: per-peer state in a
+//!   runtime), or a profile's [`AttrWords`] (canonical words are the key);
+//! * [`AhCache`]: the table with its backend ([`AhTable::shared`]) or a
+//!   [`Session`] as the last stage of [`crate::responder::Responder`]
+//!   (work completion + 40-byte area → handle in one call);
 //! * [`release`](AhTable::release): entries whose refcount reaches zero stay
 //!   cached; they are evicted (CLOCK) when a key's window is full or the
 //!   backend reports [`ErrorKind::OutOfResources`];
@@ -188,6 +188,7 @@
 //! assert_eq!((s.hits, s.creates, s.destroys, s.live), (1, 1, 0, 1));
 //! ```
 
+mod cache;
 mod key;
 pub mod session;
 mod slot;
@@ -197,19 +198,20 @@ pub use self::session::{LEASE, Session};
 use core::fmt;
 use core::marker::PhantomData;
 
-use arrayvec::ArrayVec;
 use crossbeam_utils::{Backoff, CachePadded};
 
+pub(crate) use self::cache::fill;
+pub use self::cache::{AhCache, CacheAh, CacheError, CacheResult, Shared, Wait};
 use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
 use self::slot::{
     BUSY, CREATING, ColdSlot, FREE, GEN_BITS, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED,
     STATE_MASK, USED, generation, hit_field, live_bits, next_generation, rebuild, refs, state, with_state,
 };
-use crate::ah::{AhAttr, AttrError, IbvAhAttr, IbvWc, libibverbs};
+
+use crate::attr::{AhAttr, AttrError, AttrWords, CanonicalWords};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal, L2Info};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, wait_step};
-use crate::wire::Area;
 
 /// How many times a hit retries its compare-and-swap on one slot when it
 /// loses to a concurrent change before it gives up (and the caller takes the
@@ -224,7 +226,7 @@ const MAX_ROUNDS: u32 = 64;
 /// packed key and the key's hash, computed once. A runtime that keeps
 /// per-peer state (an MPI or UCX-style endpoint) prepares each peer's
 /// attribute when it learns it, and its hits then start at the probe:
-/// [`AhTable::get_or_create_prepared`], [`AhTable::get_prepared`]. The hash
+/// [`AhTable::get_or_create`], [`AhTable::get`]. The hash
 /// does not depend on the table, so one `PreparedAttr` serves any table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreparedAttr {
@@ -254,6 +256,225 @@ impl From<&AhAttr> for PreparedAttr {
         PreparedAttr::new(attr)
     }
 }
+
+/// What a look-up is keyed by: an [`AhAttr`], a [`PreparedAttr`] (key and
+/// hash computed once), an attribute's [`AttrWords`] (a profile's output:
+/// canonical words are the key itself), or [`CanonicalWords`] (words proven
+/// canonical: the key with no check). Sealed: the table's key derivation is
+/// internal.
+pub trait Lookup: sealed::Sealed {}
+
+mod sealed {
+    use super::{
+        AhAttr, AhHandle, AhTable, AttrError, AttrWords, CanonicalWords, Key, PreparedAttr, Probe, Session, TableError,
+        key,
+    };
+    use crate::hal::{AhToken, Hal};
+
+    /// The key forms' look-ups: each form goes its own way to the probe (an
+    /// attribute packs its key, a prepared one has it, words are it when
+    /// canonical), and all meet in the table's slow path.
+    pub trait Sealed {
+        /// [`AhTable::get`].
+        fn table_get<H: Hal, const N: usize>(&self, t: &AhTable<H, N>) -> Option<AhHandle<H::Ah>>
+        where
+            H::Ah: AhToken;
+        /// [`AhTable::get_or_create`] (`block`) or [`AhTable::try_get_or_create`],
+        /// the error converted to the caller's `X` where it arises, so that
+        /// a hit's result is built once, in the caller's type.
+        fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
+            &self,
+            t: &AhTable<H, N>,
+            hal: &H,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken;
+        /// [`Session::get_or_create`] (`block`) or [`Session::try_get_or_create`].
+        fn session_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize, const L: usize>(
+            &self,
+            s: &mut Session<'_, H, N, L>,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken;
+        /// The attribute, for the slow path.
+        fn to_attr(&self) -> Result<AhAttr, AttrError>;
+    }
+
+    impl Sealed for AhAttr {
+        #[inline(always)]
+        fn table_get<H: Hal, const N: usize>(&self, t: &AhTable<H, N>) -> Option<AhHandle<H::Ah>>
+        where
+            H::Ah: AhToken,
+        {
+            t.get_key(&Key::new(self), None)
+        }
+        #[inline(always)]
+        fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
+            &self,
+            t: &AhTable<H, N>,
+            hal: &H,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            t.lookup(hal, &Key::new(self), self, block)
+        }
+        #[inline(always)]
+        fn session_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize, const L: usize>(
+            &self,
+            s: &mut Session<'_, H, N, L>,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            let k = Key::new(self);
+            s.lookup(&k, k.home(AhTable::<H, N>::MASK), self, block)
+        }
+        #[inline(always)]
+        fn to_attr(&self) -> Result<AhAttr, AttrError> {
+            Ok(*self)
+        }
+    }
+
+    impl Sealed for PreparedAttr {
+        #[inline(always)]
+        fn table_get<H: Hal, const N: usize>(&self, t: &AhTable<H, N>) -> Option<AhHandle<H::Ah>>
+        where
+            H::Ah: AhToken,
+        {
+            t.get_key(&self.key, Some(self.hash))
+        }
+        #[inline(always)]
+        fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
+            &self,
+            t: &AhTable<H, N>,
+            hal: &H,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            match t.probe_from(&self.key, key::home_of(self.hash, AhTable::<H, N>::MASK), 0) {
+                Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
+                Probe::Overflow => Err(TableError::RefcountOverflow.into()),
+                probe => t.lookup_slow(hal, &self.attr, block, probe).map_err(X::from),
+            }
+        }
+        #[inline(always)]
+        fn session_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize, const L: usize>(
+            &self,
+            s: &mut Session<'_, H, N, L>,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            s.lookup(&self.key, key::home_of(self.hash, AhTable::<H, N>::MASK), &self.attr, block)
+        }
+        #[inline(always)]
+        fn to_attr(&self) -> Result<AhAttr, AttrError> {
+            Ok(self.attr)
+        }
+    }
+
+    impl Sealed for AttrWords {
+        #[inline(always)]
+        fn table_get<H: Hal, const N: usize>(&self, t: &AhTable<H, N>) -> Option<AhHandle<H::Ah>>
+        where
+            H::Ah: AhToken,
+        {
+            match Key::from_words(*self) {
+                Some(k) => t.get_key(&k, None),
+                None => t.get_key(&Key::new(&self.to_attr().ok()?), None),
+            }
+        }
+        #[inline(always)]
+        fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
+            &self,
+            t: &AhTable<H, N>,
+            hal: &H,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            // The key straight from the words: no attribute is built unless
+            // the probe misses.
+            let Some(k) = Key::from_words(*self) else {
+                return t.lookup_converted(hal, self, block, None).map_err(X::from);
+            };
+            match t.probe(&k) {
+                Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
+                Probe::Overflow => Err(TableError::RefcountOverflow.into()),
+                p => t.lookup_converted(hal, self, block, Some(p)).map_err(X::from),
+            }
+        }
+        #[inline(always)]
+        fn session_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize, const L: usize>(
+            &self,
+            s: &mut Session<'_, H, N, L>,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            s.lookup_words(Key::from_words(*self), *self, block)
+        }
+        #[inline]
+        fn to_attr(&self) -> Result<AhAttr, AttrError> {
+            AttrWords::to_attr(*self)
+        }
+    }
+    impl Sealed for CanonicalWords {
+        #[inline(always)]
+        fn table_get<H: Hal, const N: usize>(&self, t: &AhTable<H, N>) -> Option<AhHandle<H::Ah>>
+        where
+            H::Ah: AhToken,
+        {
+            t.get_key(&Key(self.words().raw()), None)
+        }
+        #[inline(always)]
+        fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
+            &self,
+            t: &AhTable<H, N>,
+            hal: &H,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            match t.probe(&Key(self.words().raw())) {
+                Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
+                Probe::Overflow => Err(TableError::RefcountOverflow.into()),
+                p => t.lookup_converted(hal, &self.words(), block, Some(p)).map_err(X::from),
+            }
+        }
+        #[inline(always)]
+        fn session_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize, const L: usize>(
+            &self,
+            s: &mut Session<'_, H, N, L>,
+            block: bool,
+        ) -> Result<AhHandle<H::Ah>, X>
+        where
+            H::Ah: AhToken,
+        {
+            s.lookup_words(Some(Key(self.words().raw())), self.words(), block)
+        }
+        #[inline]
+        fn to_attr(&self) -> Result<AhAttr, AttrError> {
+            self.words().to_attr()
+        }
+    }
+}
+
+impl Lookup for AhAttr {}
+impl Lookup for PreparedAttr {}
+impl Lookup for AttrWords {}
+impl Lookup for CanonicalWords {}
 
 /// A reference to an AH in an [`AhTable`].
 ///
@@ -308,6 +529,10 @@ pub enum TableError<E> {
     RefcountOverflow,
     /// The handle does not refer to a live reference of this table.
     StaleHandle,
+    /// The attribute words are not a valid attribute (an SL above 15, port
+    /// 0, a flow label above 20 bits): the profile wrote what the C code
+    /// writes, which no AH can be created from.
+    InvalidAttr(AttrError),
 }
 
 impl<E: fmt::Debug> fmt::Display for TableError<E> {
@@ -319,35 +544,12 @@ impl<E: fmt::Debug> fmt::Display for TableError<E> {
             TableError::Contended => f.write_str("AH table look-up kept losing races"),
             TableError::RefcountOverflow => f.write_str("AH refcount overflow"),
             TableError::StaleHandle => f.write_str("stale or foreign AH handle"),
+            TableError::InvalidAttr(e) => write!(f, "invalid AH attribute: {e}"),
         }
     }
 }
 
 impl<E: fmt::Debug> core::error::Error for TableError<E> {}
-
-/// Why [`AhTable::resolve`] failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ResolveError<E> {
-    /// The libibverbs profile refused the completion.
-    Attr(libibverbs::IbvFailure),
-    /// The profile's attribute is not a valid [`AhAttr`] (an SL above 15).
-    InvalidAttr(AttrError),
-    /// The table failed.
-    Table(TableError<E>),
-}
-
-impl<E: fmt::Debug> fmt::Display for ResolveError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResolveError::Attr(e) => fmt::Display::fmt(e, f),
-            ResolveError::InvalidAttr(e) => fmt::Display::fmt(e, f),
-            ResolveError::Table(e) => fmt::Display::fmt(e, f),
-        }
-    }
-}
-
-impl<E: fmt::Debug> core::error::Error for ResolveError<E> {}
 
 /// A snapshot of the table's counters, read without locks (each counter is
 /// exact; the snapshot is not atomic as a whole).
@@ -420,9 +622,6 @@ fn bump(c: &AtomicU64) {
 fn not_live_is_creating(m: u64) -> bool {
     state(m) == CREATING
 }
-
-/// One result of [`AhTable::resolve_batch`].
-pub type ResolveResult<A, E> = Result<AhHandle<A>, ResolveError<E>>;
 
 /// A handle as two words, so that it comes back from an out-of-line slow
 /// path in registers: the AH token, and `slot | generation << 32`.
@@ -868,28 +1067,43 @@ where
     }
 
     /// A lock-free look-up that never creates: a reference to the live AH for
-    /// `attr`, or `None` when there is none, when it is being created, or
-    /// when the probe lost [`MAX_READ_RETRIES`] races in a row (or the
-    /// refcount is at its maximum). Never waits, never calls the backend,
-    /// never allocates.
+    /// `key` (an [`AhAttr`], a [`PreparedAttr`] or an attribute's
+    /// [`AttrWords`]), or `None` when there is none, when it is being
+    /// created, when the probe lost [`MAX_READ_RETRIES`] races in a row (or
+    /// the refcount is at its maximum), or when `key` is not a valid
+    /// attribute. Never waits, never calls the backend, never allocates.
     #[inline]
-    pub fn get(&self, attr: &AhAttr) -> Option<AhHandle<H::Ah>> {
-        match self.probe(&Key::new(attr)) {
+    pub fn get(&self, key: &impl Lookup) -> Option<AhHandle<H::Ah>> {
+        key.table_get(self)
+    }
+
+    /// The probe of `key` (from its hash `hash` when known), as `get`.
+    #[inline(always)]
+    fn get_key(&self, key: &Key, hash: Option<u64>) -> Option<AhHandle<H::Ah>> {
+        let home = match hash {
+            Some(h) => key::home_of(h, Self::MASK),
+            None => key.home(Self::MASK),
+        };
+        match self.probe_from(key, home, 0) {
             Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
             _ => None,
         }
     }
 
-    /// A reference to the AH for `attr`, created by `hal` on a miss.
+    /// A reference to the AH for `key` (an [`AhAttr`], a [`PreparedAttr`]
+    /// or an attribute's [`AttrWords`]), created by `hal` on a miss.
     ///
-    /// A hit is lock-free (see the module docs). A miss takes the writer lock
+    /// A hit is lock-free (see the module docs): it starts at the probe for a
+    /// [`PreparedAttr`] and for canonical words (their key is the words),
+    /// after packing the key for an [`AhAttr`]. A miss takes the writer lock
     /// to claim a slot, then creates the AH with no lock held; concurrent
     /// misses on the same key wait for that one create (spinning with
     /// [`Backoff`]) and share its AH. If the backend is out of AH resources,
-    /// unreferenced entries are evicted and the create is retried.
+    /// unreferenced entries are evicted and the create is retried. Words that
+    /// are not a valid attribute give [`TableError::InvalidAttr`].
     #[inline]
-    pub fn get_or_create(&self, hal: &H, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(hal, &Key::new(attr), attr, true)
+    pub fn get_or_create(&self, hal: &H, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        key.table_lookup(self, hal, true)
     }
 
     /// [`get_or_create`](Self::get_or_create), but returns
@@ -897,44 +1111,25 @@ where
     /// of the same AH. A miss with no create in progress still creates (and so
     /// waits for the backend).
     #[inline]
-    pub fn try_get_or_create(&self, hal: &H, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(hal, &Key::new(attr), attr, false)
+    pub fn try_get_or_create(&self, hal: &H, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        key.table_lookup(self, hal, false)
     }
 
-    /// [`get`](Self::get) for a [`PreparedAttr`]: the key and its hash are
-    /// not computed again.
-    #[inline]
-    pub fn get_prepared(&self, p: &PreparedAttr) -> Option<AhHandle<H::Ah>> {
-        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK), 0) {
-            Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
-            _ => None,
-        }
-    }
-
-    /// [`get_or_create`](Self::get_or_create) for a [`PreparedAttr`]: a hit
-    /// starts at the probe (the key and its hash were computed when `p` was
-    /// prepared); a miss is exactly `get_or_create(hal, p.attr())`.
-    #[inline]
-    pub fn get_or_create_prepared(&self, hal: &H, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup_prepared(hal, p, true)
-    }
-
-    /// [`try_get_or_create`](Self::try_get_or_create) for a [`PreparedAttr`].
-    #[inline]
-    pub fn try_get_or_create_prepared(
+    /// A look-up that missed (`probed`: what the probe found), or of words
+    /// not in canonical form (`None`: not probed yet): the attribute
+    /// converted, then the slow path.
+    #[inline(never)]
+    fn lookup_converted(
         &self,
         hal: &H,
-        p: &PreparedAttr,
+        key: &AttrWords,
+        block: bool,
+        probed: Option<Probe>,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup_prepared(hal, p, false)
-    }
-
-    #[inline(always)]
-    fn lookup_prepared(&self, hal: &H, p: &PreparedAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.probe_from(&p.key, key::home_of(p.hash, Self::MASK), 0) {
-            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
-            Probe::Overflow => Err(TableError::RefcountOverflow),
-            probe => self.lookup_slow(hal, &p.attr, block, probe),
+        let attr = key.to_attr().map_err(TableError::InvalidAttr)?;
+        match probed {
+            Some(p) => self.lookup_slow(hal, &attr, block, p),
+            None => self.lookup(hal, &Key::new(&attr), &attr, block),
         }
     }
 
@@ -945,11 +1140,17 @@ where
     // version below costs 5 instructions; a `Session`'s lease hit, which has
     // no locked instruction, went from 9.2 to 3.2 ns with it.
     #[inline(always)]
-    fn lookup(&self, hal: &H, key: &Key, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+    fn lookup<X: From<TableError<H::Error>>>(
+        &self,
+        hal: &H,
+        key: &Key,
+        attr: &AhAttr,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
         match self.probe(key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
-            Probe::Overflow => Err(TableError::RefcountOverflow),
-            p => self.lookup_slow(hal, attr, block, p),
+            Probe::Overflow => Err(TableError::RefcountOverflow.into()),
+            p => self.lookup_slow(hal, attr, block, p).map_err(X::from),
         }
     }
 
@@ -1301,137 +1502,6 @@ where
     pub fn retire_all(&self, hal: &H) -> usize {
         self.sweep(hal, |_, _| Verdict::Retire)
     }
-
-    /// The hot path from a completion: `ibv_init_ah_from_wc` (the libibverbs
-    /// profile, [`libibverbs::init_ah_from_wc`]) against the port's GID
-    /// snapshot `gids`, then [`get_or_create`](Self::get_or_create). A hit
-    /// allocates nothing, takes no lock and makes no system call.
-    #[inline]
-    pub fn resolve<const M: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        self.resolve_with(hal, gids, port, wc, area, true)
-    }
-
-    /// [`resolve`](Self::resolve), but [`TableError::Pending`] instead of
-    /// waiting for another thread's create.
-    #[inline]
-    pub fn try_resolve<const M: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        self.resolve_with(hal, gids, port, wc, area, false)
-    }
-
-    #[inline(always)]
-    fn resolve_with<const M: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-        block: bool,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
-        // The key straight from the C attribute's memory image: neither the
-        // C struct nor the `AhAttr` is built unless the probe misses.
-        let Some(key) = Key::from_words(w) else {
-            return self.resolve_slow(hal, &IbvAhAttr::from_words(w), None, block);
-        };
-        match self.probe(&key) {
-            Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
-            Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
-            p => self.resolve_slow(hal, &IbvAhAttr::from_words(w), Some(p), block),
-        }
-    }
-
-    #[inline(never)]
-    fn resolve_slow(
-        &self,
-        hal: &H,
-        c: &IbvAhAttr,
-        probed: Option<Probe>,
-        block: bool,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let attr = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr)?;
-        let r = match probed {
-            Some(p) => self.lookup_slow(hal, &attr, block, p),
-            None => self.lookup(hal, &Key::new(&attr), &attr, block),
-        };
-        r.map_err(ResolveError::Table)
-    }
-
-    /// [`resolve`](Self::resolve) over a polled CQ batch: one result per
-    /// completion, appended to `out` in order, until `completions` ends or
-    /// `out` is full. Returns how many completions were consumed.
-    pub fn resolve_batch<'a, const M: usize, const B: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-    ) -> usize {
-        self.batch(hal, gids, port, completions, out, true)
-    }
-
-    /// [`resolve_batch`](Self::resolve_batch) with [`try_resolve`](Self::try_resolve):
-    /// a completion whose AH another thread is creating gives
-    /// [`TableError::Pending`] instead of waiting.
-    pub fn try_resolve_batch<'a, const M: usize, const B: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-    ) -> usize {
-        self.batch(hal, gids, port, completions, out, false)
-    }
-
-    #[inline(always)]
-    fn batch<'a, const M: usize, const B: usize>(
-        &self,
-        hal: &H,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-        block: bool,
-    ) -> usize {
-        fill_batch(completions, out, |wc, area| self.resolve_with(hal, gids, port, wc, area, block))
-    }
-}
-
-/// Appends `resolve(wc, area)` for each completion to `out` until the
-/// completions end or `out` is full; returns how many were consumed. Room is
-/// checked before a completion is taken, so that an iterator passed by
-/// reference (`iter.by_ref()`) keeps what was not resolved. The batch forms
-/// of [`AhTable`] and [`Session`] share it.
-#[inline(always)]
-fn fill_batch<'a, X, const B: usize>(
-    completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-    out: &mut ArrayVec<X, B>,
-    mut resolve: impl FnMut(&IbvWc, &Area) -> X,
-) -> usize {
-    let mut it = completions.into_iter();
-    let mut n = 0usize;
-    while !out.is_full() {
-        let Some((wc, area)) = it.next() else { break };
-        out.push(resolve(wc, area));
-        n = n.wrapping_add(1);
-    }
-    n
 }
 
 /// Stores `FREE` (same generation, same hit field) into a `CREATING` slot's

@@ -57,17 +57,12 @@
 //! a lease, when the lease is refilled or given back, and on flush, so a
 //! snapshot of the table's counters may lag by that much per lease.
 
-use arrayvec::ArrayVec;
-
-use super::key::{self, Key};
+use super::key::Key;
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
-use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, fill_batch, raw};
-use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
-use crate::gid_table::GidTable;
+use super::{AhHandle, AhTable, Lookup, Probe, RawHandle, TableError, raw};
+use crate::attr::{AhAttr, AttrWords};
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
 use crate::sync::Ordering;
-use crate::table::PreparedAttr;
-use crate::wire::Area;
 
 /// References a [`Session`] takes on an entry at once, besides the one it
 /// returns: one locked instruction on the shared table per `LEASE + 1` hits
@@ -210,6 +205,12 @@ where
     #[inline]
     pub fn table(&self) -> &'t AhTable<H, N> {
         self.table
+    }
+
+    /// The backend the session creates with.
+    #[inline]
+    pub fn backend(&self) -> &'t H {
+        self.hal
     }
 
     /// How many entries this session holds leases on.
@@ -396,29 +397,6 @@ where
         }
     }
 
-    /// A look-up of `key` (window at `home`), then the table's slow path for
-    /// `attr` on a miss.
-    #[inline(always)]
-    fn lookup(
-        &mut self,
-        key: &Key,
-        home: usize,
-        attr: &AhAttr,
-        block: bool,
-    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        // Both paths give a `RawHandle`, so that they meet in registers (see
-        // `AhTable::finish`).
-        let mut err = None;
-        let (t, sg) = match self.lease_hit(key, home) {
-            Local::Hit(r) => r,
-            Local::Miss(seen) => {
-                let r = self.lookup_miss(key, home, seen, attr, block);
-                AhTable::<H, N>::to_raw(r, &mut err)
-            }
-        };
-        AhTable::<H, N>::finish(t, sg, err)
-    }
-
     /// A lease miss: [`lease_miss`](Self::lease_miss), then the table's slow
     /// path; when the table is full and this session holds leases, it gives
     /// them back and tries once more.
@@ -451,132 +429,81 @@ where
         r
     }
 
-    /// [`AhTable::get_or_create`] through this session.
+    /// [`AhTable::get_or_create`] through this session (any key form:
+    /// [`AhAttr`], [`PreparedAttr`](super::PreparedAttr), [`AttrWords`]).
     #[inline(always)]
-    pub fn get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        let key = Key::new(attr);
-        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, true)
+    pub fn get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        key.session_lookup(self, true)
     }
 
     /// [`AhTable::try_get_or_create`] through this session.
     #[inline(always)]
-    pub fn try_get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        let key = Key::new(attr);
-        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, false)
+    pub fn try_get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        key.session_lookup(self, false)
     }
 
-    /// [`AhTable::get_or_create_prepared`] through this session.
+    /// The look-up of `words` (`key`: their canonical form, if they have
+    /// one): the session's lease hit, then (out of line) the table's probe and slow path. Both paths
+    /// give a [`RawHandle`], so that they meet in registers (see
+    /// `AhTable::finish`).
     #[inline(always)]
-    pub fn get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, true)
-    }
-
-    /// [`AhTable::try_get_or_create_prepared`] through this session.
-    #[inline(always)]
-    pub fn try_get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, false)
-    }
-
-    /// [`AhTable::resolve`] through this session: the libibverbs profile,
-    /// then the look-up.
-    #[inline(always)]
-    pub fn resolve<const M: usize>(
+    pub(super) fn lookup_words<X: From<TableError<H::Error>>>(
         &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        self.resolve_with(gids, port, wc, area, true)
-    }
-
-    /// [`AhTable::try_resolve`] through this session.
-    #[inline(always)]
-    pub fn try_resolve<const M: usize>(
-        &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        self.resolve_with(gids, port, wc, area, false)
-    }
-
-    #[inline(always)]
-    fn resolve_with<const M: usize>(
-        &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
+        key: Option<Key>,
+        words: AttrWords,
         block: bool,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
+    ) -> Result<AhHandle<H::Ah>, X> {
         let mut err = None;
-        let local = match Key::from_words(w) {
-            Some(key) => self.lease_hit(&key, key.home(AhTable::<H, N>::MASK)),
+        let local = match key {
+            Some(k) => self.lease_hit(&k, k.home(AhTable::<H, N>::MASK)),
             None => Local::Miss(None),
         };
         let (t, sg) = match local {
             Local::Hit(r) => r,
-            Local::Miss(seen) => self.resolve_miss(&IbvAhAttr::from_words(w), seen, block, &mut err),
+            Local::Miss(seen) => self.lookup_converted(&words, seen, block, &mut err),
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
 
-    /// A resolve without a lease hit, the handle returned in registers and
-    /// the error in `err`.
-    #[inline(never)]
-    fn resolve_miss(
+    /// A look-up of `key` (window at `home`), then the table's slow path for
+    /// `attr` on a miss.
+    #[inline(always)]
+    pub(super) fn lookup<X: From<TableError<H::Error>>>(
         &mut self,
-        c: &IbvAhAttr,
+        key: &Key,
+        home: usize,
+        attr: &AhAttr,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
+        // Both paths give a `RawHandle`, so that they meet in registers (see
+        // `AhTable::finish`).
+        let mut err = None;
+        let (t, sg) = match self.lease_hit(key, home) {
+            Local::Hit(r) => r,
+            Local::Miss(seen) => {
+                let r = self.lookup_miss(key, home, seen, attr, block);
+                AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
+            }
+        };
+        AhTable::<H, N>::finish(t, sg, err)
+    }
+
+    /// A look-up without a lease hit (`seen`: the slot the key was seen in),
+    /// the handle returned in registers and the error in `err`.
+    #[inline(never)]
+    fn lookup_converted<X: From<TableError<H::Error>>>(
+        &mut self,
+        key: &AttrWords,
         seen: Option<usize>,
         block: bool,
-        err: &mut Option<ResolveError<H::Error>>,
+        err: &mut Option<X>,
     ) -> RawHandle {
-        let r = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr).and_then(|attr| {
-            let key = Key::new(&attr);
-            self.lookup_miss(&key, key.home(AhTable::<H, N>::MASK), seen, &attr, block).map_err(ResolveError::Table)
+        let r = key.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
+            // Recomputed here so that the fast path keeps the key in registers.
+            let k = Key::new(&attr);
+            self.lookup_miss(&k, k.home(AhTable::<H, N>::MASK), seen, &attr, block)
         });
-        AhTable::<H, N>::to_raw(r, err)
-    }
-
-    /// [`AhTable::resolve_batch`] through this session: one result per
-    /// completion, appended to `out` in order, until `completions` ends or
-    /// `out` is full. Returns how many completions were consumed.
-    pub fn resolve_batch<'a, const M: usize, const B: usize>(
-        &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-    ) -> usize {
-        self.batch(gids, port, completions, out, true)
-    }
-
-    /// [`resolve_batch`](Self::resolve_batch) with
-    /// [`try_resolve`](Self::try_resolve): a completion whose AH another
-    /// thread is creating gives [`TableError::Pending`] instead of waiting.
-    pub fn try_resolve_batch<'a, const M: usize, const B: usize>(
-        &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-    ) -> usize {
-        self.batch(gids, port, completions, out, false)
-    }
-
-    #[inline(always)]
-    fn batch<'a, const M: usize, const B: usize>(
-        &mut self,
-        gids: &GidTable<M>,
-        port: u8,
-        completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
-        out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
-        block: bool,
-    ) -> usize {
-        fill_batch(completions, out, |wc, area| self.resolve_with(gids, port, wc, area, block))
+        AhTable::<H, N>::to_raw(r.map_err(X::from), err)
     }
 
     /// Gives a reference back: to its lease when this session holds one on

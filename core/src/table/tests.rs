@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use super::*;
-use crate::ah::{FlowLabel, GlobalRoute, IBV_WC_GRH, PortNum, Sl};
+use crate::attr::{FlowLabel, GlobalRoute, PortNum, Sl};
 use crate::gid_table::{GidEntry, GidType, LinkLayer};
 use crate::hal::{ErrorType, PortInfo};
 use crate::wire::Gid;
@@ -130,27 +130,27 @@ fn prepared_lookups_are_the_plain_ones() {
     let other = AhTable::<Counting, 64>::new();
     let p = PreparedAttr::new(&attr(3));
     assert_eq!(p.attr(), &attr(3));
-    assert!(t.get_prepared(&p).is_none());
+    assert!(t.get(&p).is_none());
     // A miss through the prepared form creates; the plain form then hits it.
-    let a = t.get_or_create_prepared(&hal, &p).unwrap();
+    let a = t.get_or_create(&hal, &p).unwrap();
     let b = t.get_or_create(&hal, &attr(3)).unwrap();
-    let c = t.get_prepared(&p).unwrap();
-    let d = t.try_get_or_create_prepared(&hal, &PreparedAttr::from(&attr(3))).unwrap();
+    let c = t.get(&p).unwrap();
+    let d = t.try_get_or_create(&hal, &PreparedAttr::from(&attr(3))).unwrap();
     for h in [&b, &c, &d] {
         assert_eq!((h.ah(), h.slot(), h.generation()), (a.ah(), a.slot(), a.generation()));
     }
     let s = t.stats();
     assert_eq!((s.hits, s.misses, s.creates, s.live), (3, 1, 1, 1));
     // The same prepared attribute serves a table of another size.
-    let e = other.get_or_create_prepared(&hal, &p).unwrap();
+    let e = other.get_or_create(&hal, &p).unwrap();
     assert_eq!(other.get(&attr(3)).map(|h| h.ah()), Some(e.ah()));
     // Retired entries are not found through the prepared form either.
     for h in [a, b, c, d] {
         t.release(&hal, h).unwrap();
     }
     assert_eq!(t.retire_all(&hal), 1);
-    assert!(t.get_prepared(&p).is_none());
-    let f = t.get_or_create_prepared(&hal, &p).unwrap();
+    assert!(t.get(&p).is_none());
+    let f = t.get_or_create(&hal, &p).unwrap();
     assert_eq!(hal.creates.load(Ordering::Relaxed), 3);
     t.release(&hal, f).unwrap();
     assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
@@ -312,45 +312,6 @@ fn pending_and_try() {
     t.release(&hal, g).unwrap();
 }
 
-fn fixture() -> (GidTable<4>, IbvWc, Area) {
-    let mut gids: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
-    gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
-    let mut area = [0u8; 40];
-    area[20..]
-        .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
-    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
-    (gids, wc, area)
-}
-
-#[test]
-fn resolve_and_batch() {
-    let hal = Counting::default();
-    let t = T8::new();
-    let (gids, wc, area) = fixture();
-    let a = t.resolve(&hal, &gids, 1, &wc, &area).unwrap();
-    let got = hal.attr_of(a.ah()).unwrap();
-    assert_eq!(got.grh.unwrap().dgid, Gid::from_ipv4([192, 168, 1, 20]));
-    let bad_sl = IbvWc { sl: 16, ..wc };
-    let no_gid = [0u8; 40];
-    let batch = [(&wc, &area), (&bad_sl, &area), (&wc, &no_gid), (&wc, &area)];
-    let mut out: ArrayVec<_, 3> = ArrayVec::new();
-    assert_eq!(t.resolve_batch(&hal, &gids, 1, batch, &mut out), 3);
-    let mut it = out.into_iter();
-    let b = it.next().unwrap().unwrap();
-    assert_eq!(b.ah(), a.ah());
-    assert!(matches!(it.next(), Some(Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16))))));
-    assert!(matches!(it.next(), Some(Err(ResolveError::Attr(_)))));
-    t.release(&hal, a).unwrap();
-    t.release(&hal, b).unwrap();
-    assert_eq!(t.try_resolve(&hal, &gids, 1, &wc, &area).map(|h| t.release(&hal, h)), Ok(Ok(())));
-    let mut out: ArrayVec<_, 8> = ArrayVec::new();
-    assert_eq!(t.try_resolve_batch(&hal, &gids, 1, [(&wc, &area); 2], &mut out), 2);
-    for r in out {
-        t.release(&hal, r.unwrap()).unwrap();
-    }
-    assert_eq!(hal.live(), 1);
-}
-
 #[test]
 fn threads_share_one_create() {
     let hal = Counting::default();
@@ -394,31 +355,6 @@ fn a_panicking_backend_does_not_wedge_the_key() {
     let st = t.stats();
     assert_eq!((st.creates, st.live, st.entries), (1, 1, 1));
     assert_eq!(hal.live(), 1);
-}
-
-#[test]
-fn a_full_batch_leaves_the_rest_of_the_completions() {
-    let hal = Counting::default();
-    let t = T8::new();
-    let mut gids: GidTable<4> = GidTable::new(1, LinkLayer::Ethernet, 4);
-    gids.set(1, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2)).unwrap();
-    let mut area = [0u8; 40];
-    crate::wire::Ipv4Repr { ttl: 64, protocol: 17, src: [10, 0, 0, 2], dst: [10, 0, 0, 1], ..Default::default() }
-        .emit(&mut area);
-    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
-    let completions = [(&wc, &area); 5];
-    let mut it = completions.into_iter();
-    let mut out: ArrayVec<_, 2> = ArrayVec::new();
-    assert_eq!(t.resolve_batch(&hal, &gids, 1, it.by_ref(), &mut out), 2);
-    assert_eq!(it.len(), 3, "a full batch must not swallow the next completion");
-    for r in out.drain(..) {
-        t.release(&hal, r.unwrap()).unwrap();
-    }
-    assert_eq!(t.resolve_batch(&hal, &gids, 1, it.by_ref(), &mut out), 2);
-    assert_eq!(it.len(), 1);
-    for r in out {
-        t.release(&hal, r.unwrap()).unwrap();
-    }
 }
 
 /// The hit count lives partly in the lifecycle word (its low 8 bits) and
@@ -642,46 +578,38 @@ fn a_two_way_session_under_three_keys() {
 }
 
 #[test]
-fn session_resolve_is_table_resolve() {
+fn every_key_form_is_the_same_entry() {
     let hal = Counting::default();
     let t = T8::new();
-    let (gids, wc, area) = fixture();
-    let a = t.resolve(&hal, &gids, 1, &wc, &area).unwrap();
+    let a = t.get_or_create(&hal, &attr(5)).unwrap();
+    let w = AttrWords::from_attr(&attr(5));
+    // Canonical words are the key; words with C's leftovers (padding,
+    // `is_global` other than 1) convert to the same attribute.
+    let [w0, w1, w2, w3] = w.raw();
+    let odd = AttrWords::from_raw([w0, w1, w2 | 0xff << 56, w3 | 6 << 40]);
+    assert_eq!(odd.canonical(), None);
     let mut s = t.session(&hal);
-    for _ in 0..100 {
-        let h = s.resolve(&gids, 1, &wc, &area).unwrap();
-        assert_eq!(h.ah(), a.ah());
-        s.release(h).unwrap();
-        let h = s.try_resolve(&gids, 1, &wc, &area).unwrap();
-        s.release(h).unwrap();
+    for h in [
+        t.get(&w).unwrap(),
+        t.get(&odd).unwrap(),
+        t.get_or_create(&hal, &w).unwrap(),
+        t.try_get_or_create(&hal, &odd).unwrap(),
+        s.get_or_create(&w).unwrap(),
+        s.try_get_or_create(&odd).unwrap(),
+        s.get_or_create(&PreparedAttr::new(&attr(5))).unwrap(),
+        s.try_get_or_create(&PreparedAttr::new(&attr(5))).unwrap(),
+    ] {
+        assert_eq!((h.ah(), h.slot(), h.generation()), (a.ah(), a.slot(), a.generation()));
+        t.release(&hal, h).unwrap();
     }
-    let bad_sl = IbvWc { sl: 16, ..wc };
-    assert!(matches!(s.resolve(&gids, 1, &bad_sl, &area), Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16)))));
-    // The batch forms: one result per completion in order, no more than fit.
-    let no_gid = [0u8; 40];
-    let batch = [(&wc, &area), (&bad_sl, &area), (&wc, &no_gid), (&wc, &area)];
-    let mut it = batch.into_iter();
-    let mut out: ArrayVec<_, 3> = ArrayVec::new();
-    assert_eq!(s.resolve_batch(&gids, 1, it.by_ref(), &mut out), 3);
-    assert_eq!(it.len(), 1, "the completion that did not fit is left");
-    let mut res = out.into_iter();
-    assert_eq!(res.next().unwrap().map(|h| (h.ah(), s.release(h))), Ok((a.ah(), Ok(()))));
-    assert!(matches!(res.next(), Some(Err(ResolveError::InvalidAttr(AttrError::InvalidSl(16))))));
-    assert!(matches!(res.next(), Some(Err(ResolveError::Attr(_)))));
-    let mut out: ArrayVec<_, 8> = ArrayVec::new();
-    assert_eq!(s.try_resolve_batch(&gids, 1, [(&wc, &area); 2], &mut out), 2);
-    for r in out {
-        s.release(r.unwrap()).unwrap();
-    }
-    assert!(matches!(s.resolve(&gids, 1, &wc, &[0u8; 40]), Err(ResolveError::Attr(_))));
-    let p = PreparedAttr::new(&hal.attr_of(a.ah()).unwrap());
-    let h = s.get_or_create_prepared(&p).unwrap();
-    assert_eq!(h.ah(), a.ah());
-    s.release(h).unwrap();
-    let h = s.try_get_or_create_prepared(&p).unwrap();
-    s.release(h).unwrap();
+    // Words that are no attribute: a typed error, nothing created.
+    let bad_sl = AttrWords::from_raw([w0, w1, w2, w3 | 16 << 16]);
+    assert_eq!(t.get(&bad_sl).map(|h| h.ah()), None);
+    assert_eq!(t.get_or_create(&hal, &bad_sl).map(|h| h.ah()), Err(TableError::InvalidAttr(AttrError::InvalidSl(16))));
+    assert_eq!(s.get_or_create(&bad_sl).map(|h| h.ah()), Err(TableError::InvalidAttr(AttrError::InvalidSl(16))));
     drop(s);
     t.release(&hal, a).unwrap();
-    assert_eq!(refs_at(&t, usize::from(0u8)) + (0..8).map(|i| refs_at(&t, i)).sum::<u64>(), 0);
+    assert_eq!((0..8).map(|i| refs_at(&t, i)).sum::<u64>(), 0);
+    assert_eq!(hal.creates.load(Ordering::Relaxed), 1);
     assert_eq!(hal.live(), 1);
 }

@@ -97,6 +97,22 @@ impl Gid {
         Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, m0 ^ 0x02, m1, m2, 0xff, 0xfe, m3, m4, m5])
     }
 
+    /// The GID word form: bytes 0..8 and 8..16, each read as a
+    /// little-endian `u64` (so that a word's bytes in memory order are the
+    /// GID's). The GID-table snapshot, the profiles' hot paths and the
+    /// attribute's [word form](crate::attr::AttrWords) all hold GIDs so.
+    #[inline(always)]
+    pub const fn to_words(self) -> (u64, u64) {
+        let v = u128::from_le_bytes(self.0);
+        (v as u64, (v >> 64) as u64)
+    }
+
+    /// The GID of its [word form](Self::to_words).
+    #[inline(always)]
+    pub const fn from_words(w0: u64, w1: u64) -> Gid {
+        Gid(((w1 as u128) << 64 | w0 as u128).to_le_bytes())
+    }
+
     /// The GID as a 128-bit big-endian integer.
     #[inline]
     pub const fn to_u128(self) -> u128 {
