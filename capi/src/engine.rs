@@ -1,10 +1,12 @@
-//! The thin layer between the C entry points and the core: a GID-table
-//! snapshot per (context, port), the two profiles, and the deduplicating AH
-//! table over the application's protection domain.
+//! The thin layer between the C entry points and the core: the C
+//! [`Responder`] owns a [`udah_core::responder::Responder`] (the GID-table
+//! snapshot of one (context, port), the libibverbs profile, an open
+//! admission policy, and the shared AH table over the application's
+//! protection domain as its cache, with [`PdBackend`] as the core's `Hal`),
+//! and adds what C needs around it: the C attribute of either profile, the
+//! map from the `struct ibv_ah *` C gives back to the core's handles, and
+//! the counters of `struct udah_stats`.
 //!
-//! It is built on today's core API (`GidTable`, `ah::libibverbs`,
-//! `ah::kernel`, `table::AhTable`); when the core's `Responder` lands, the
-//! [`Responder`] here becomes a wrapper of it and the C API does not change.
 //! The verbs it needs from a context the application owns (borrowed: never
 //! closed or freed here) are the four of [`Verbs`], so that a borrowed-context
 //! constructor of `udah-hal-ibverbs` can replace them without touching the
@@ -12,12 +14,14 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, kernel, libibverbs};
+use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, ProfileError, kernel, libibverbs};
+use udah_core::attr::PortNum;
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::table::{AhHandle, AhTable, ResolveError, TableError};
+use udah_core::responder::{Config, ResolveError, Responder as CoreResponder};
+use udah_core::table::{AhCache, AhHandle, AhTable, Shared, TableError, Wait};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
 
@@ -188,6 +192,23 @@ pub struct PdBackend {
     ctx: *mut ibv_context,
     pd: *mut ibv_pd,
     verbs: Verbs,
+    /// The GID generation: libibverbs has none to read, so it moves when
+    /// the responder is told the table may have changed
+    /// ([`Responder::refresh`]); a snapshot carries the value read before
+    /// its first query.
+    generation: AtomicU64,
+}
+
+impl PdBackend {
+    /// The backend of `ctx` (null: no GID queries) and `pd` (null: no AHs).
+    pub fn new(ctx: *mut ibv_context, pd: *mut ibv_pd, verbs: Verbs) -> PdBackend {
+        PdBackend { ctx, pd, verbs, generation: AtomicU64::new(1) }
+    }
+
+    /// Says that the GID table may have changed.
+    pub fn bump_generation(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: the pointers are only passed to libibverbs, whose verbs are thread
@@ -213,22 +234,28 @@ impl Hal for PdBackend {
         Ok(PortInfo::new(port, ll, len))
     }
 
+    /// `ibv_query_port`, then one `ibv_query_gid_ex` per slot; a table
+    /// longer than `N` is `E2BIG`. On failure `table` is left as it was.
     fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), Errno> {
+        let generation = self.generation.load(Ordering::Relaxed);
         let (ll, len) = self.port_info(port).map(|p| (p.link_layer, p.gid_tbl_len))?;
+        if len as usize > N {
+            return Err(Errno(libc::E2BIG));
+        }
         let mut t = GidTable::<N>::new(port, ll, len);
         for i in 0..len {
             // SAFETY: `port_info` succeeded, so `ctx` is non-null and live.
             if let Some(e) = unsafe { query_gid(self.ctx, port, i) }? {
-                t.set(i, e).map_err(|_| Errno(libc::E2BIG))?;
+                t.set(i, e).map_err(|_| Errno(libc::EINVAL))?;
             }
         }
-        t.set_generation(table.generation().wrapping_add(1));
+        t.set_generation(generation);
         *table = t;
         Ok(())
     }
 
     fn gid_generation(&self, _port: u8) -> u64 {
-        0
+        self.generation.load(Ordering::Relaxed)
     }
 
     fn resolve_l2(&self, _attr: &AhAttr) -> Result<Option<L2Info>, Errno> {
@@ -255,12 +282,14 @@ impl Hal for PdBackend {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section is one map insert/remove: a panic inside one
-    // cannot leave the map inconsistent.
+    // A panic inside a critical section (caught at the C boundary) happens
+    // before the handle map is touched or after it is consistent again, and
+    // the core responder keeps its own invariants: the data stays usable.
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Counters of a responder (the C `struct udah_stats`).
+/// Counters of a responder that the core's do not cover (the C
+/// `struct udah_stats`; the table's and the re-snapshots come from the core).
 #[derive(Debug, Default)]
 struct Counters {
     init_calls: AtomicU64,
@@ -269,7 +298,6 @@ struct Counters {
     create_failures: AtomicU64,
     destroy_calls: AtomicU64,
     events: AtomicU64,
-    refreshes: AtomicU64,
     refresh_failures: AtomicU64,
 }
 
@@ -328,26 +356,66 @@ impl AhFailure {
     }
 }
 
-fn table_errno(e: TableError<Errno>) -> i32 {
-    match e {
+fn table_failure(e: TableError<Errno>) -> AhFailure {
+    AhFailure::Table(match e {
+        // An attribute the cache cannot turn into an AH (an SL above 15).
+        TableError::InvalidAttr(_) => return AhFailure::Attr(libc::EINVAL),
         TableError::Backend(Errno(e)) => e,
         TableError::Full | TableError::RefcountOverflow => libc::ENOMEM,
         TableError::Pending | TableError::Contended => libc::EAGAIN,
         TableError::StaleHandle => libc::EINVAL,
         _ => libc::EIO,
+    })
+}
+
+fn resolve_failure(e: ResolveError<Errno>) -> AhFailure {
+    match e {
+        ResolveError::Profile(ProfileError::Libibverbs(f)) => AhFailure::Attr(f.error.errno()),
+        ResolveError::Profile(ProfileError::Kernel(f)) => AhFailure::Attr(f.error.errno()),
+        ResolveError::Profile(_) => AhFailure::Attr(libc::EINVAL),
+        // The C API's admission policy is open: never reached.
+        ResolveError::Refused(_) => AhFailure::Attr(libc::EACCES),
+        ResolveError::Table(t) => table_failure(t),
+        _ => AhFailure::Table(libc::EIO),
     }
 }
 
-/// A responder: one port's GID snapshot, the profiles, and the AH table of
-/// one PD. Thread safe.
+/// The AH cache of a C responder: the core's shared table over the
+/// application's PD (see [`Responder`] for why not a [`Session`](udah_core::table::Session)).
+type Cache = Shared<PdBackend, Box<AhTable<PdBackend, AH_CAP>>>;
+
+/// The core pipeline of a C responder: snapshot, libibverbs profile, open
+/// admission, the shared cache.
+type Core = CoreResponder<Cache, GID_CAP>;
+
+/// What one lock guards: the core responder and the references it handed
+/// out, by AH address (C gives back only the `struct ibv_ah *`).
+#[derive(Debug)]
+struct Inner {
+    core: Box<Core>,
+    handles: HashMap<u64, Vec<AhHandle<AhPtr>>>,
+}
+
+/// A C responder: a [`udah_core::responder::Responder`] (one port's GID
+/// snapshot, the libibverbs profile, the AH cache of one PD) plus the map
+/// from the AH pointers C holds to the core's handles. Thread safe.
+///
+/// Thread safety: the core responder resolves through `&mut self`, so it
+/// sits behind one [`Mutex`] together with the handle map. Its cache is the
+/// [`Shared`] table, not a per-thread
+/// [`Session`](udah_core::table::Session): the C ABI has no per-thread
+/// object to keep a session in, and an AH handed out on one thread may be
+/// given back (or the responder destroyed) on another, while a session's
+/// leases belong to the thread that holds them. Every C call takes the lock
+/// once (the previous glue took a read lock on the snapshot and then the
+/// handle map's mutex on every create and destroy, so the handle map already
+/// serialized the calls). The price: a miss holds the lock across
+/// `ibv_create_ah`, so other threads wait for one kernel AH per new peer.
 pub struct Responder {
     port: u8,
-    ctx: *mut ibv_context,
-    gids: RwLock<Box<Gids>>,
-    backend: PdBackend,
-    ahs: Box<AhTable<PdBackend, AH_CAP>>,
-    /// The references handed out, by AH address.
-    handles: Mutex<HashMap<u64, Vec<AhHandle<AhPtr>>>>,
+    /// Made over a context: events and refreshes re-read the GID table.
+    refreshable: bool,
+    inner: Mutex<Inner>,
     counters: Counters,
 }
 
@@ -356,13 +424,6 @@ impl core::fmt::Debug for Responder {
         f.debug_struct("Responder").field("port", &self.port).field("stats", &self.stats()).finish_non_exhaustive()
     }
 }
-
-// SAFETY: the raw context pointer is only passed to thread-safe libibverbs
-// verbs; every other field is `Send`.
-unsafe impl Send for Responder {}
-// SAFETY: shared use reads the snapshot under its lock, the AH table is
-// `Sync`, and the context is only passed to thread-safe verbs.
-unsafe impl Sync for Responder {}
 
 impl Responder {
     /// A responder over the application's context and PD (both borrowed).
@@ -375,9 +436,11 @@ impl Responder {
         if ctx.is_null() {
             return Err(Errno(libc::EINVAL));
         }
-        // SAFETY: forwarded contract.
-        let gids = unsafe { read_gids(ctx, port, 1) }?;
-        Ok(Responder::with_gids(ctx, port, pd, verbs, gids))
+        let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
+        let cache = Shared::new(PdBackend::new(ctx, pd, verbs), Box::new(AhTable::new()));
+        // The first snapshot: `PdBackend::snapshot_gids`.
+        let core = Box::new(Core::new(cache, port_num, Config::default())?);
+        Ok(Responder::with_core(core, true))
     }
 
     /// A responder over a fixed snapshot (no context: events and refreshes
@@ -386,17 +449,15 @@ impl Responder {
     /// # Safety
     /// `pd` must be null or a live PD that outlives the responder.
     pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
-        Responder::with_gids(core::ptr::null_mut(), gids.port_num(), pd, verbs, gids)
+        let cache = Shared::new(PdBackend::new(core::ptr::null_mut(), pd, verbs), Box::new(AhTable::new()));
+        Responder::with_core(Box::new(Core::from_snapshot(cache, *gids, Config::default())), false)
     }
 
-    fn with_gids(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs, gids: Box<Gids>) -> Responder {
+    fn with_core(core: Box<Core>, refreshable: bool) -> Responder {
         Responder {
-            port,
-            ctx,
-            gids: RwLock::new(gids),
-            backend: PdBackend { ctx, pd, verbs },
-            ahs: Box::new(AhTable::new()),
-            handles: Mutex::new(HashMap::new()),
+            port: core.port(),
+            refreshable,
+            inner: Mutex::new(Inner { core, handles: HashMap::new() }),
             counters: Counters::default(),
         }
     }
@@ -406,14 +467,11 @@ impl Responder {
         self.port
     }
 
-    fn with_gids_read<R>(&self, f: impl FnOnce(&Gids) -> R) -> R {
-        let g = self.gids.read().unwrap_or_else(PoisonError::into_inner);
-        f(&g)
-    }
-
-    /// `ibv_init_ah_from_wc` with `profile` and `evidence`: the attribute as
-    /// the C struct, and 0 or the errno. The attribute is what the profile's C
-    /// code leaves, also on failure.
+    /// `ibv_init_ah_from_wc` with `profile` and `evidence` against the core
+    /// responder's snapshot: the attribute as the C struct, and 0 or the
+    /// errno. The attribute is what the profile's C code leaves, also on
+    /// failure (which the core's word form does not carry; hence
+    /// [`compute`] rather than [`CoreResponder::words`]).
     pub fn init_ah_from_wc(
         &self,
         wc: &IbvWc,
@@ -422,42 +480,40 @@ impl Responder {
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
         bump(&self.counters.init_calls);
-        let r = self.with_gids_read(|g| compute(g, self.port, wc, area, profile, evidence));
+        let r = compute(lock(&self.inner).core.gids(), self.port, wc, area, profile, evidence);
         if r.1 != 0 {
             bump(&self.counters.init_failures);
         }
         r
     }
 
-    /// A deduplicated, referenced AH for a completion (the libibverbs
-    /// profile, as `ibv_create_ah_from_wc`).
+    /// A deduplicated, referenced AH for a completion: the core responder's
+    /// [`resolve`](CoreResponder::resolve) (the libibverbs profile, as
+    /// `ibv_create_ah_from_wc`).
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
-        let r = self.with_gids_read(|g| self.ahs.resolve(&self.backend, g, self.port, wc, area));
-        let r = r.map_err(|e| match e {
-            ResolveError::Attr(f) => AhFailure::Attr(f.error.errno()),
-            ResolveError::InvalidAttr(_) => AhFailure::Attr(libc::EINVAL),
-            ResolveError::Table(t) => AhFailure::Table(table_errno(t)),
-            _ => AhFailure::Table(libc::EIO),
-        });
-        self.keep(r)
+        let mut g = lock(&self.inner);
+        let r = g.core.resolve(wc, area).map_err(resolve_failure);
+        self.keep(&mut g, r)
     }
 
-    /// A deduplicated, referenced AH for an attribute.
+    /// A deduplicated, referenced AH for an attribute, from the same cache
+    /// (an attribute equal to a completion's shares its AH).
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
+        let mut g = lock(&self.inner);
         let r = match AhAttr::try_from(attr) {
-            Ok(a) => self.ahs.get_or_create(&self.backend, &a).map_err(|e| AhFailure::Table(table_errno(e))),
+            Ok(a) => g.core.cache_mut().lookup(a, Wait::Block).map_err(table_failure),
             Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
         };
-        self.keep(r)
+        self.keep(&mut g, r)
     }
 
-    fn keep(&self, r: Result<AhHandle<AhPtr>, AhFailure>) -> Result<AhPtr, AhFailure> {
+    fn keep(&self, g: &mut Inner, r: Result<AhHandle<AhPtr>, AhFailure>) -> Result<AhPtr, AhFailure> {
         match r {
             Ok(h) => {
                 let ah = h.ah();
-                lock(&self.handles).entry(ah.0).or_default().push(h);
+                g.handles.entry(ah.0).or_default().push(h);
                 Ok(ah)
             }
             Err(e) => {
@@ -471,41 +527,34 @@ impl Responder {
     /// did not hand out (or handed out fewer times).
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
         bump(&self.counters.destroy_calls);
-        let h = {
-            let mut map = lock(&self.handles);
-            let Some(v) = map.get_mut(&ah.0) else { return Err(libc::EINVAL) };
-            let h = v.pop();
-            if v.is_empty() {
-                map.remove(&ah.0);
-            }
-            h
-        };
+        let mut g = lock(&self.inner);
+        let Some(v) = g.handles.get_mut(&ah.0) else { return Err(libc::EINVAL) };
+        let h = v.pop();
+        if v.is_empty() {
+            g.handles.remove(&ah.0);
+        }
         let Some(h) = h else { return Err(libc::EINVAL) };
-        self.ahs.release(&self.backend, h).map_err(table_errno)
+        g.core.release(h).map_err(|e| table_failure(e).errno())
     }
 
-    /// Re-reads the GID table after an event and retires the AHs whose local
-    /// GID changed (handles out stay valid until given back).
+    /// Re-reads the GID table now and retires the AHs whose local GID
+    /// changed (handles out stay valid until given back): the core's
+    /// [`refresh`](CoreResponder::refresh), after moving the backend's
+    /// generation (libibverbs has no GID generation to read, so a refresh
+    /// is what says the table may have changed).
     pub fn refresh(&self) -> Result<(), i32> {
-        if self.ctx.is_null() {
+        if !self.refreshable {
             return Err(libc::EOPNOTSUPP);
         }
-        let generation = self.with_gids_read(|g| g.generation()).wrapping_add(1);
-        // SAFETY: a non-null `ctx` is live for the responder's lifetime.
-        let fresh = match unsafe { read_gids(self.ctx, self.port, generation) } {
-            Ok(t) => t,
+        let mut g = lock(&self.inner);
+        g.core.backend().bump_generation();
+        match g.core.refresh() {
+            Ok(_) => Ok(()),
             Err(Errno(e)) => {
                 bump(&self.counters.refresh_failures);
-                return Err(e);
+                Err(e)
             }
-        };
-        let old = {
-            let mut g = self.gids.write().unwrap_or_else(PoisonError::into_inner);
-            core::mem::replace(&mut *g, fresh)
-        };
-        self.with_gids_read(|new| self.ahs.retire_gid_change(&self.backend, &old, new));
-        bump(&self.counters.refreshes);
-        Ok(())
+        }
     }
 
     /// `ibv_get_async_event`'s event for this responder: refreshes on a GID,
@@ -534,8 +583,10 @@ impl Responder {
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let t = self.ahs.stats();
-        let outstanding = lock(&self.handles).values().map(|v| v.len() as u64).sum();
+        let g = lock(&self.inner);
+        let s = g.core.stats();
+        let t = s.table;
+        let outstanding = g.handles.values().map(|v| v.len() as u64).sum();
         Stats {
             init_calls: ld(&c.init_calls),
             init_failures: ld(&c.init_failures),
@@ -548,19 +599,20 @@ impl Responder {
             kernel_ahs_live: t.live,
             ahs_outstanding: outstanding,
             events: ld(&c.events),
-            refreshes: ld(&c.refreshes),
+            refreshes: s.resnapshots,
             refresh_failures: ld(&c.refresh_failures),
-            gid_generation: self.with_gids_read(|g| g.generation()),
+            gid_generation: g.core.gids().generation(),
         }
     }
 
     /// Destroys every cached AH. `EBUSY` (and nothing destroyed) while AHs
     /// handed out have not been given back.
     pub fn close(&self) -> Result<(), i32> {
-        if !lock(&self.handles).is_empty() {
+        let g = lock(&self.inner);
+        if !g.handles.is_empty() {
             return Err(libc::EBUSY);
         }
-        self.ahs.retire_all(&self.backend);
+        g.core.cache().table().retire_all(g.core.backend());
         Ok(())
     }
 }
@@ -703,6 +755,32 @@ mod tests {
         let s = r.stats();
         assert_eq!((s.create_calls, s.create_failures, s.ahs_outstanding), (4000, 0, 0));
         assert_eq!(s.kernel_ahs_created, 1, "one kernel AH for one peer: {s:?}");
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn an_attribute_and_its_completion_share_the_core_cache_entry() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let a = v4_area([10, 0, 0, 2], local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let from_wc = r.create_ah_from_wc(&wc, &a).unwrap();
+        let (attr, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
+        assert_eq!(e, 0);
+        assert_eq!(r.create_ah(&attr).unwrap(), from_wc, "one cache, one key form");
+        // An SL above 15 reaches the cache as words and is refused there as
+        // an invalid attribute (EINVAL), without a kernel AH.
+        let bad = IbvWc { sl: 16, ..wc };
+        assert_eq!(r.create_ah_from_wc(&bad, &a), Err(AhFailure::Attr(libc::EINVAL)));
+        assert_eq!(r.create_ah(&IbvAhAttr { sl: 16, ..attr }), Err(AhFailure::Attr(libc::EINVAL)));
+        let s = r.stats();
+        assert_eq!(
+            (s.create_calls, s.create_failures, s.kernel_ahs_created, s.ah_hits, s.ahs_outstanding, s.gid_generation),
+            (4, 2, 1, 1, 2, 1)
+        );
+        r.destroy_ah(from_wc).unwrap();
+        r.destroy_ah(from_wc).unwrap();
         r.close().unwrap();
         assert_eq!(r.stats().kernel_ahs_live, 0);
     }
