@@ -25,7 +25,7 @@ fn write_layout_header(dir: &Path) {
 /// Builds `tests/c/vectors.c` twice: against libudah.so and libudah.a.
 fn build(dir: &Path) -> [PathBuf; 2] {
     write_layout_header(dir);
-    let lib = profile_dir();
+    let lib = c_libraries();
     assert!(lib.join("libudah.so").is_file() && lib.join("libudah.a").is_file(), "libudah not built in {lib:?}");
     let src = repo().join("capi/tests/c/vectors.c");
     let inc = repo().join("include");
@@ -107,7 +107,7 @@ fn c_reproduces_every_libibverbs_vector_and_rejects_a_wrong_one() {
 #[test]
 fn c_example_builds_and_runs() {
     let dir = scratch("example");
-    let lib = profile_dir();
+    let lib = c_libraries();
     let bin = dir.join("udah-example");
     run(Command::new("gcc")
         .args(CFLAGS)

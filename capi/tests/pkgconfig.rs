@@ -30,7 +30,7 @@ fn example_links_through_pkg_config() {
         std::fs::create_dir_all(d).expect("prefix dirs");
     }
     for f in ["libudah.so", "libudah.a"] {
-        std::fs::copy(profile_dir().join(f), lib.join(f)).expect("install lib");
+        std::fs::copy(c_libraries().join(f), lib.join(f)).expect("install lib");
     }
     std::fs::copy(repo().join("include/udah.h"), inc.join("udah.h")).expect("install header");
     let pc = std::fs::read_to_string(repo().join("capi/udah.pc.in"))

@@ -59,7 +59,7 @@ fn stat(stderr: &str, key: &str) -> u64 {
 fn oracle_gives_identical_results_with_and_without_the_preload() {
     let Some(files) = libibverbs_vector_files() else { return };
     let Some(bin) = oracle() else { return };
-    let preload = profile_dir().join("libudah_preload.so");
+    let preload = c_libraries().join("libudah_preload.so");
     assert!(preload.is_file(), "{preload:?} not built");
 
     let dir = scratch("oracle");

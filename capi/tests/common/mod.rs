@@ -20,6 +20,33 @@ pub(crate) fn profile_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
 }
 
+/// The directory holding freshly built `libudah.so`, `libudah.a` and
+/// `libudah_preload.so`. `cargo test` builds a library crate's `rlib` only
+/// (no cdylib or staticlib is produced for its tests), so the C libraries
+/// are built here with the same cargo, in a target directory of their own
+/// (no wait on the test run's own build lock); once per test process, a
+/// no-op when nothing changed.
+pub(crate) fn c_libraries() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = profile_dir().join("capi-libs");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(repo())
+            .args(["build", "-p", "udah-capi", "-p", "udah-preload", "--target-dir"])
+            .arg(&target)
+            .status()
+            .expect("run cargo build for the C libraries");
+        assert!(status.success(), "cargo build -p udah-capi -p udah-preload failed: {status}");
+        let dir = target.join("debug");
+        for f in ["libudah.so", "libudah.a", "libudah_preload.so"] {
+            assert!(dir.join(f).is_file(), "{} missing after the build", dir.join(f).display());
+        }
+        dir
+    })
+    .clone()
+}
+
 /// A scratch directory for this test process.
 pub(crate) fn scratch(name: &str) -> PathBuf {
     let d = profile_dir().join(format!("capi-{name}-{}", std::process::id()));
