@@ -51,53 +51,13 @@ use std::sync::{Barrier, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
 use criterion::Criterion;
+use udah_benches::scale::BenchHal;
 use udah_benches::{Family, Fixture, SEED};
 use udah_core::GidTable;
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
-use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+use udah_core::hal::Hal;
 use udah_core::table::{AhTable, PreparedAttr};
 use udah_core::wire::{Area, Gid};
-
-/// A backend that hands out counter values, optionally after a sleep.
-struct BenchHal {
-    next: AtomicU64,
-    sleep: Option<Duration>,
-}
-
-impl BenchHal {
-    const fn new(sleep: Option<Duration>) -> BenchHal {
-        BenchHal { next: AtomicU64::new(1), sleep }
-    }
-}
-
-impl ErrorType for BenchHal {
-    type Error = ErrorKind;
-}
-
-impl Hal for BenchHal {
-    type Ah = u64;
-    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(port, udah_core::LinkLayer::Ethernet, 256))
-    }
-    fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
-        Ok(())
-    }
-    fn gid_generation(&self, _: u8) -> u64 {
-        0
-    }
-    fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
-        Ok(None)
-    }
-    fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
-        if let Some(d) = self.sleep {
-            std::thread::sleep(d);
-        }
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-    fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> {
-        Ok(())
-    }
-}
 
 type Table = AhTable<BenchHal, 256>;
 /// A session on [`Table`].
