@@ -59,7 +59,7 @@
 
 use arrayvec::ArrayVec;
 
-use super::key::{self, Key};
+use super::key::{Key, alt_of, home_of};
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
 use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, fill_batch, raw};
 use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
@@ -241,20 +241,21 @@ where
         (0..2).map(|w| Self::way(idx, w)).find(|&i| self.leases.get(i).is_some_and(|l| l.slot as usize == idx))
     }
 
-    /// The session's own look-up of `key` (whose window starts at `home`):
-    /// the table's window scanned with plain loads, then, where the key is,
+    /// The session's own look-up of `key` (whose hash is `h`): the table's
+    /// windows scanned with plain loads, then, where the key is,
     /// a hit from the slot's lease if the table has not asked for leases
     /// back, the lease's incarnation is still live and it has a reference
     /// left.
     #[inline(always)]
-    fn lease_hit(&mut self, key: &Key, home: usize) -> Local {
+    fn lease_hit(&mut self, key: &Key, h: u64) -> Local {
+        let home = home_of(h, AhTable::<H, N>::MASK);
         // The home slot here, the rest of the window out of line (a key is
         // in its home slot unless another key was there first); the scan
         // returns a slot index, in a register, so that the handle is built
         // in one place.
         let idx = match self.table.slots.get(home) {
             Some(slot) if AhTable::<H, N>::key_matches(slot, key) => home,
-            _ => match self.scan(key, home) {
+            _ => match self.scan(key, h) {
                 Some(idx) => idx,
                 None => return Local::Miss(None),
             },
@@ -262,12 +263,13 @@ where
         self.hit_at(idx)
     }
 
-    /// The slot of `key` in its window past the home slot (plain loads, not
-    /// proven).
+    /// The slot of `key` (hash `h`) in its windows past the home slot (plain
+    /// loads, not proven).
     #[inline(never)]
-    fn scan(&self, key: &Key, home: usize) -> Option<usize> {
-        (1..AhTable::<H, N>::WINDOW)
-            .map(|i| home.wrapping_add(i) & AhTable::<H, N>::MASK)
+    fn scan(&self, key: &Key, h: u64) -> Option<usize> {
+        let (home, alt) = (home_of(h, AhTable::<H, N>::MASK), alt_of(h, AhTable::<H, N>::MASK));
+        AhTable::<H, N>::window_slots(home, alt)
+            .skip(1)
             .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
     }
 
@@ -368,15 +370,15 @@ where
     /// returns what the probe found (a hit holds one reference for the
     /// caller either way).
     #[inline(never)]
-    fn lease_miss(&mut self, key: &Key, home: usize, seen: Option<usize>) -> Probe {
+    fn lease_miss(&mut self, key: &Key, h: u64, seen: Option<usize>) -> Probe {
         if self.table.reclaim.load(Ordering::Relaxed) != self.epoch {
             let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
         }
         let Some((idx, v)) = seen.and_then(|idx| Some((idx, self.victim(idx)?))) else {
-            return self.table.probe_from(key, home, 0);
+            return self.table.probe_from(key, h, 0);
         };
         let _ = self.give_back(v);
-        match self.table.probe_from(key, home, u64::from(LEASE)) {
+        match self.table.probe_from(key, h, u64::from(LEASE)) {
             Probe::Hit(s, g, t) if s as usize == idx => {
                 if let Some(l) = self.leases.get_mut(v) {
                     *l = Lease { slot: s, generation: g, refs: LEASE, hits: 0, used: 1 };
@@ -391,28 +393,28 @@ where
                 Probe::Hit(s, g, t)
             }
             // No room for a lease's references: a plain hit.
-            Probe::Overflow => self.table.probe_from(key, home, 0),
+            Probe::Overflow => self.table.probe_from(key, h, 0),
             p => p,
         }
     }
 
-    /// A look-up of `key` (window at `home`), then the table's slow path for
-    /// `attr` on a miss.
+    /// A look-up of `key` (hash `h`), then the table's slow path for `attr`
+    /// on a miss.
     #[inline(always)]
     fn lookup(
         &mut self,
         key: &Key,
-        home: usize,
+        h: u64,
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
         let mut err = None;
-        let (t, sg) = match self.lease_hit(key, home) {
+        let (t, sg) = match self.lease_hit(key, h) {
             Local::Hit(r) => r,
             Local::Miss(seen) => {
-                let r = self.lookup_miss(key, home, seen, attr, block);
+                let r = self.lookup_miss(key, h, seen, attr, block);
                 AhTable::<H, N>::to_raw(r, &mut err)
             }
         };
@@ -426,12 +428,12 @@ where
     fn lookup_miss(
         &mut self,
         key: &Key,
-        home: usize,
+        h: u64,
         seen: Option<usize>,
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        let r = match self.lease_miss(key, home, seen) {
+        let r = match self.lease_miss(key, h, seen) {
             Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
             Probe::Overflow => return Err(TableError::RefcountOverflow),
             p => self.table.lookup_slow(self.hal, attr, block, p),
@@ -455,26 +457,26 @@ where
     #[inline(always)]
     pub fn get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         let key = Key::new(attr);
-        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, true)
+        self.lookup(&key, self.table.hash(&key), attr, true)
     }
 
     /// [`AhTable::try_get_or_create`] through this session.
     #[inline(always)]
     pub fn try_get_or_create(&mut self, attr: &AhAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         let key = Key::new(attr);
-        self.lookup(&key, key.home(AhTable::<H, N>::MASK), attr, false)
+        self.lookup(&key, self.table.hash(&key), attr, false)
     }
 
     /// [`AhTable::get_or_create_prepared`] through this session.
     #[inline(always)]
     pub fn get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, true)
+        self.lookup(&p.key, self.table.hash(&p.key), &p.attr, true)
     }
 
     /// [`AhTable::try_get_or_create_prepared`] through this session.
     #[inline(always)]
     pub fn try_get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, key::home_of(p.hash, AhTable::<H, N>::MASK), &p.attr, false)
+        self.lookup(&p.key, self.table.hash(&p.key), &p.attr, false)
     }
 
     /// [`AhTable::resolve`] through this session: the libibverbs profile,
@@ -514,7 +516,7 @@ where
         let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
         let mut err = None;
         let local = match Key::from_words(w) {
-            Some(key) => self.lease_hit(&key, key.home(AhTable::<H, N>::MASK)),
+            Some(key) => self.lease_hit(&key, self.table.hash(&key)),
             None => Local::Miss(None),
         };
         let (t, sg) = match local {
@@ -536,7 +538,7 @@ where
     ) -> RawHandle {
         let r = AhAttr::try_from(c).map_err(ResolveError::InvalidAttr).and_then(|attr| {
             let key = Key::new(&attr);
-            self.lookup_miss(&key, key.home(AhTable::<H, N>::MASK), seen, &attr, block).map_err(ResolveError::Table)
+            self.lookup_miss(&key, self.table.hash(&key), seen, &attr, block).map_err(ResolveError::Table)
         });
         AhTable::<H, N>::to_raw(r, err)
     }
