@@ -140,11 +140,16 @@ impl Key {
         Some(Key([w0 & mask, w1 & mask, w2 & mask, w3]))
     }
 
-    /// The keyed hash of this key (`k`: the table's [`HashKey`]): two
-    /// folded multiplies of key words xor-ed with key words (foldhash's
-    /// construction), folded once more with a Fibonacci constant so that
-    /// every bit of the result depends on every word. [`home_of`] and
-    /// [`alt_of`] reduce it to the key's two windows.
+    /// The keyed hash of this key (`k`: the table's [`HashKey`]): the
+    /// folded multiplies of the two pairs of key words, each word xor-ed with
+    /// a word of `k` (foldhash's construction), so that no linear relation
+    /// between crafted addresses survives into the hash, folded once more
+    /// with a Fibonacci constant. Without that last multiply a key that
+    /// differs in one word only (InfiniBand LIDs: word 3) would get two
+    /// windows that are both linear in that word, and the cuckoo placement
+    /// would degrade to one long window (first eviction at 84 % instead of
+    /// 99 %, `tests/table_occupancy.rs`). [`home_of`] and [`alt_of`] reduce
+    /// it to the key's two windows.
     #[inline(always)]
     pub(crate) fn hash(&self, k: &HashKey) -> u64 {
         const FIB: u64 = 0x9e37_79b9_7f4a_7c15;

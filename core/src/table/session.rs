@@ -50,6 +50,19 @@
 //! A session that stops making calls keeps its leases until it is dropped:
 //! drop it (or flush it) before a thread goes idle for long.
 //!
+//! # When leases do not pay
+//!
+//! A lease hit costs fewer instructions than the table's hit and no locked
+//! one, but a lease miss costs more than the table's hit (the session's own
+//! scan, giving a lease back, taking a new one): a thread with more hot
+//! peers than leases, or peers that rarely repeat, would pay twice the
+//! shared path on every completion. So every 64 lease misses a session
+//! judges: if fewer than half of its look-ups since the last judgement were
+//! lease hits, it gives every lease back and makes its next 4,096 look-ups
+//! exactly as the shared table does, then tries leases again. A thrashing
+//! session thus costs the shared path plus about 2 % (the next trial), and
+//! a session whose peers repeat keeps its leases.
+//!
 //! # Statistics
 //!
 //! Hits served from a lease are counted in the session and published to the
@@ -76,6 +89,13 @@ pub const LEASE: u32 = 64;
 
 /// After how many lease hits a session publishes them to the table's counter.
 const PUBLISH: u32 = 256;
+
+/// Lease misses after which a session judges whether its leases pay.
+const JUDGE_MISSES: u32 = 64;
+
+/// Look-ups a session whose leases did not pay makes on the shared path
+/// (with no lease) before it tries leases again.
+const BYPASS: u32 = 64 * JUDGE_MISSES;
 
 /// An empty lease's slot (no slot index reaches it: capacities are ≤ 2²⁴).
 const NO_SLOT: u32 = u32::MAX;
@@ -165,6 +185,13 @@ where
     /// The table's reclaim epoch when this session last gave its leases
     /// back (or started).
     epoch: u64,
+    /// Look-ups left on the shared path before leases are tried again (see
+    /// the module documentation, "When leases do not pay").
+    bypass: u32,
+    /// Look-ups through leases since the last judgement.
+    looked: u32,
+    /// Of those, the ones no lease served.
+    missed: u32,
     leases: [Lease; L],
 }
 
@@ -177,6 +204,7 @@ where
             .field("leases", &self.leases())
             .field("leased_refs", &self.leased_refs())
             .field("epoch", &self.epoch)
+            .field("bypass", &self.bypass)
             .finish_non_exhaustive()
     }
 }
@@ -203,7 +231,15 @@ where
     /// A session on `table` with `L` leases, creating with `hal`.
     pub fn new(table: &'t AhTable<H, N>, hal: &'t H) -> Self {
         let () = Self::CHECK;
-        Session { table, hal, epoch: table.reclaim.load(Ordering::Relaxed), leases: [Lease::EMPTY; L] }
+        Session {
+            table,
+            hal,
+            epoch: table.reclaim.load(Ordering::Relaxed),
+            bypass: 0,
+            looked: 0,
+            missed: 0,
+            leases: [Lease::EMPTY; L],
+        }
     }
 
     /// The table.
@@ -408,6 +444,11 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        if self.bypass != 0 {
+            self.bypass = self.bypass.wrapping_sub(1);
+            return self.shared(key, h, attr, block);
+        }
+        self.looked = self.looked.wrapping_add(1);
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
         let mut err = None;
@@ -433,6 +474,9 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        if self.note_miss() {
+            return self.shared(key, h, attr, block);
+        }
         let r = match self.lease_miss(key, h, seen) {
             Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
             Probe::Overflow => return Err(TableError::RefcountOverflow),
@@ -451,6 +495,43 @@ where
             return self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss);
         }
         r
+    }
+
+    /// The shared table's look-up, with no lease.
+    #[inline(always)]
+    fn shared(&self, key: &Key, h: u64, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        match self.table.probe_from(key, h, 0) {
+            Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
+            Probe::Overflow => Err(TableError::RefcountOverflow),
+            p => self.table.lookup_slow(self.hal, attr, block, p),
+        }
+    }
+
+    /// Counts a lease miss; every [`JUDGE_MISSES`] of them, judges whether
+    /// leases pay: when fewer than half of the look-ups since the last
+    /// judgement were lease hits, gives every lease back and makes the next
+    /// [`BYPASS`] look-ups on the shared path. Returns whether it did.
+    #[inline]
+    fn note_miss(&mut self) -> bool {
+        self.missed = self.missed.wrapping_add(1);
+        if self.missed < JUDGE_MISSES {
+            return false;
+        }
+        let hits = self.looked.saturating_sub(self.missed);
+        let pays = hits >= self.missed;
+        (self.looked, self.missed) = (0, 0);
+        if pays {
+            return false;
+        }
+        let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
+        self.bypass = BYPASS;
+        true
+    }
+
+    /// Whether this session is making its look-ups on the shared path
+    /// because its leases did not pay (see the module documentation).
+    pub fn bypassing(&self) -> bool {
+        self.bypass != 0
     }
 
     /// [`AhTable::get_or_create`] through this session.
@@ -513,6 +594,11 @@ where
         area: &Area,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
+        if self.bypass != 0 {
+            self.bypass = self.bypass.wrapping_sub(1);
+            return self.table.resolve_with(self.hal, gids, port, wc, area, block);
+        }
+        self.looked = self.looked.wrapping_add(1);
         let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
         let mut err = None;
         let local = match Key::from_words(w) {

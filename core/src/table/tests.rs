@@ -782,3 +782,40 @@ fn crafted_addresses_need_the_seed() {
         assert_eq!(attack(other), (0, true), "unknown seed {other:#x}: the crafted keys spread");
     }
 }
+
+/// A session whose leases do not pay (more peers than leases, in a cycle)
+/// goes to the shared path, with no lease held, and comes back to leases
+/// later; one whose peers repeat keeps them. Every look-up is counted once
+/// either way.
+#[test]
+fn a_thrashing_session_takes_the_shared_path() {
+    let t: AhTable<Counting, 256> = AhTable::new();
+    let hal = Counting::default();
+    let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
+    let mut lookups = 0u64;
+    let mut bypassed = false;
+    for round in 0..100u64 {
+        for i in 0..64 {
+            let h = s.get_or_create(&peer(i)).unwrap();
+            lookups += 1;
+            s.release(h).unwrap();
+            if s.bypassing() {
+                bypassed = true;
+                assert_eq!(s.leases(), 0, "round {round}: no lease while on the shared path");
+            }
+        }
+    }
+    assert!(bypassed, "64 peers in a cycle through 4 leases do not pay");
+    let st = t.stats();
+    assert_eq!(st.hits + st.misses + s.unpublished_hits(), lookups);
+    drop(s);
+    let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
+    for _ in 0..10_000 {
+        let h = s.get_or_create(&peer(1)).unwrap();
+        s.release(h).unwrap();
+        assert!(!s.bypassing(), "one repeated peer: leases pay");
+    }
+    drop(s);
+    assert_eq!(t.retire_all(&hal), 64);
+    assert_eq!(hal.live(), 0);
+}
