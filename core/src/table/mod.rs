@@ -236,24 +236,34 @@ pub const MAX_READ_RETRIES: u32 = 4;
 const MAX_ROUNDS: u32 = 64;
 
 /// An [`AhAttr`] prepared for repeated look-ups: the attribute with its
-/// packed key, computed once. A runtime that keeps
+/// packed key and the key's hash, computed once. A runtime that keeps
 /// per-peer state (an MPI or UCX-style endpoint) prepares each peer's
 /// attribute when it learns it, and its hits then start at the probe:
 /// [`AhTable::get_or_create_prepared`], [`AhTable::get_prepared`]. The
-/// table's hash is keyed ([`AhTable::with_seed`]), so it is computed per
-/// look-up; one `PreparedAttr` serves any table.
+/// table's hash is keyed ([`AhTable::with_seed`]): [`AhTable::prepare`]
+/// keeps that table's hash, [`PreparedAttr::new`] the hash of the seed-0
+/// tables ([`AhTable::new`]). Any `PreparedAttr` works with any table; a
+/// table whose hash it does not keep computes it per look-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreparedAttr {
     attr: AhAttr,
     key: Key,
+    hash: u64,
+    /// The first word of the hash key `hash` was computed with.
+    keyed: u64,
 }
 
 impl PreparedAttr {
-    /// Prepares `attr`.
+    /// Prepares `attr` for the tables of seed 0 ([`AhTable::new`]).
     #[inline]
     pub fn new(attr: &AhAttr) -> PreparedAttr {
+        PreparedAttr::keyed(attr, &HashKey::new(0))
+    }
+
+    #[inline]
+    fn keyed(attr: &AhAttr, k: &HashKey) -> PreparedAttr {
         let key = Key::new(attr);
-        PreparedAttr { attr: *attr, key }
+        PreparedAttr { attr: *attr, key, hash: key.hash(k), keyed: k.0[0] }
     }
 
     /// The attribute.
@@ -707,6 +717,22 @@ impl<H, const N: usize> AhTable<H, N> {
         key.hash(&self.hash_key)
     }
 
+    /// The hash of a prepared attribute in this table: the one it keeps if
+    /// it was prepared for this table's hash key, else computed. The tag is
+    /// the hash key's first word, a bijection of the seed (`HashKey::new`),
+    /// so two seeds never share it; and a wrong hash could only make a
+    /// look-up miss, whose slow path hashes again, never hit another key.
+    #[inline(always)]
+    fn prepared_hash(&self, p: &PreparedAttr) -> u64 {
+        if p.keyed == self.hash_key.0[0] { p.hash } else { self.hash(&p.key) }
+    }
+
+    /// `attr` prepared for this table's hash ([`PreparedAttr`]).
+    #[inline]
+    pub fn prepare(&self, attr: &AhAttr) -> PreparedAttr {
+        PreparedAttr::keyed(attr, &self.hash_key)
+    }
+
     /// The lock-free probe of `key`'s windows.
     #[inline(always)]
     fn probe(&self, key: &Key) -> Probe {
@@ -1117,7 +1143,7 @@ where
     /// not computed again.
     #[inline]
     pub fn get_prepared(&self, p: &PreparedAttr) -> Option<AhHandle<H::Ah>> {
-        match self.probe_from(&p.key, self.hash(&p.key), 0) {
+        match self.probe_from(&p.key, self.prepared_hash(p), 0) {
             Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
             _ => None,
         }
@@ -1143,7 +1169,7 @@ where
 
     #[inline(always)]
     fn lookup_prepared(&self, hal: &H, p: &PreparedAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.probe_from(&p.key, self.hash(&p.key), 0) {
+        match self.probe_from(&p.key, self.prepared_hash(p), 0) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(TableError::RefcountOverflow),
             probe => self.lookup_slow(hal, &p.attr, block, probe),

@@ -552,13 +552,13 @@ where
     /// [`AhTable::get_or_create_prepared`] through this session.
     #[inline(always)]
     pub fn get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, self.table.hash(&p.key), &p.attr, true)
+        self.lookup(&p.key, self.table.prepared_hash(p), &p.attr, true)
     }
 
     /// [`AhTable::try_get_or_create_prepared`] through this session.
     #[inline(always)]
     pub fn try_get_or_create_prepared(&mut self, p: &PreparedAttr) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        self.lookup(&p.key, self.table.hash(&p.key), &p.attr, false)
+        self.lookup(&p.key, self.table.prepared_hash(p), &p.attr, false)
     }
 
     /// [`AhTable::resolve`] through this session: the libibverbs profile,

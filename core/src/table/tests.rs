@@ -819,3 +819,30 @@ fn a_thrashing_session_takes_the_shared_path() {
     assert_eq!(t.retire_all(&hal), 64);
     assert_eq!(hal.live(), 0);
 }
+
+/// A `PreparedAttr` works with every table: with the hash it keeps when it
+/// was prepared for the table's seed, else with the table's own.
+#[test]
+fn prepared_attributes_work_with_any_seed() {
+    let hal = Counting::default();
+    let (a, b): (AhTable<Counting, 64>, AhTable<Counting, 64>) = (AhTable::new(), AhTable::with_seed(99));
+    for i in 0..40 {
+        for t in [&a, &b] {
+            let h = t.get_or_create(&hal, &peer(i)).unwrap();
+            t.release(&hal, h).unwrap();
+        }
+    }
+    for i in 0..40 {
+        let p = peer(i);
+        for (t, prepared) in
+            [(&a, PreparedAttr::new(&p)), (&a, b.prepare(&p)), (&b, PreparedAttr::new(&p)), (&b, b.prepare(&p))]
+        {
+            let h = t.get_prepared(&prepared).expect("cached, found through the prepared form");
+            let plain = t.get(&p).unwrap();
+            assert_eq!((h.ah(), h.slot()), (plain.ah(), plain.slot()));
+            t.release(&hal, h).unwrap();
+            t.release(&hal, plain).unwrap();
+        }
+    }
+    assert_eq!(a.stats().misses + b.stats().misses, 80, "no prepared look-up missed");
+}
