@@ -1580,50 +1580,16 @@ where
         area: &Area,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let st = self.stage(gids, port, wc, area).map_err(ResolveError::Attr)?;
-        self.resolve_staged(hal, &st, block)
-    }
-
-    /// A completion's first stage: the libibverbs profile's attribute as
-    /// words, the key straight from them (`None`: not in canonical form) and
-    /// its hash. Neither the C struct nor the `AhAttr` is built unless the
-    /// probe misses.
-    #[inline(always)]
-    fn stage<const M: usize>(
-        &self,
-        gids: &GidTable<M>,
-        port: u8,
-        wc: &IbvWc,
-        area: &Area,
-    ) -> Result<Staged, libibverbs::IbvFailure> {
-        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area)?;
-        let key = Key::from_words(w);
-        let h = key.as_ref().map_or(0, |k| self.hash(k));
-        Ok(Staged { w, key, h })
-    }
-
-    /// Touches the first slot a staged completion's probe will read (a
-    /// relaxed load whose value is discarded: safe code cannot issue
-    /// `prefetcht0`, whose intrinsic needs `unsafe` to call, but an early,
-    /// independent load overlaps its cache miss with the work on the
-    /// completions before it all the same).
-    #[inline(always)]
-    fn touch(&self, st: &Staged) {
-        if let Some(slot) = self.slots.get(home_of(st.h, Self::MASK)) {
-            core::hint::black_box(slot.meta.load(Ordering::Relaxed));
-        }
-    }
-
-    /// A staged completion's second stage: the probe, or the slow path.
-    #[inline(always)]
-    fn resolve_staged(&self, hal: &H, st: &Staged, block: bool) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let Some(key) = st.key else {
-            return self.resolve_slow(hal, &IbvAhAttr::from_words(st.w), None, block);
+        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
+        // The key straight from the C attribute's memory image: neither the
+        // C struct nor the `AhAttr` is built unless the probe misses.
+        let Some(key) = Key::from_words(w) else {
+            return self.resolve_slow(hal, &IbvAhAttr::from_words(w), None, block);
         };
-        match self.probe_from(&key, st.h, 0) {
+        match self.probe(&key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(ResolveError::Table(TableError::RefcountOverflow)),
-            p => self.resolve_slow(hal, &IbvAhAttr::from_words(st.w), Some(p), block),
+            p => self.resolve_slow(hal, &IbvAhAttr::from_words(w), Some(p), block),
         }
     }
 
@@ -1681,67 +1647,27 @@ where
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
         block: bool,
     ) -> usize {
-        fill_batch(
-            completions,
-            out,
-            |wc, area| {
-                let st = self.stage(gids, port, wc, area);
-                if let Ok(st) = &st {
-                    self.touch(st);
-                }
-                st
-            },
-            |st| st.map_err(ResolveError::Attr).and_then(|st| self.resolve_staged(hal, &st, block)),
-        )
+        fill_batch(completions, out, |wc, area| self.resolve_with(hal, gids, port, wc, area, block))
     }
 }
 
-/// A completion after [`AhTable::stage`].
-#[derive(Clone, Copy)]
-struct Staged {
-    w: [u64; 4],
-    key: Option<Key>,
-    h: u64,
-}
-
-/// How many completions ahead of the one it resolves a batch stages (and
-/// touches the slot of).
-const AHEAD: usize = 4;
-
-/// Appends `finish(stage(wc, area))` for each completion to `out` until the
-/// completions end or `out` is full; returns how many were consumed. The
-/// first stage runs [`AHEAD`] completions ahead of the second, so that the
-/// memory a completion's probe reads (touched by `stage`) is on its way
-/// while the completions before it are resolved. Room is checked before a
-/// completion is taken (counting those staged), so that an iterator passed
-/// by reference (`iter.by_ref()`) keeps what was not resolved. The batch
-/// forms of [`AhTable`] and [`Session`] share it.
+/// Appends `resolve(wc, area)` for each completion to `out` until the
+/// completions end or `out` is full; returns how many were consumed. Room is
+/// checked before a completion is taken, so that an iterator passed by
+/// reference (`iter.by_ref()`) keeps what was not resolved. The batch forms
+/// of [`AhTable`] and [`Session`] share it.
 #[inline(always)]
-fn fill_batch<'a, S, X, const B: usize>(
+fn fill_batch<'a, X, const B: usize>(
     completions: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
     out: &mut ArrayVec<X, B>,
-    mut stage: impl FnMut(&IbvWc, &Area) -> S,
-    mut finish: impl FnMut(S) -> X,
+    mut resolve: impl FnMut(&IbvWc, &Area) -> X,
 ) -> usize {
     let mut it = completions.into_iter();
-    let mut ring: [Option<S>; AHEAD] = [const { None }; AHEAD];
-    let (mut head, mut staged, mut n, mut ended) = (0usize, 0usize, 0usize, false);
-    loop {
-        while !ended && staged < AHEAD && out.len().wrapping_add(staged) < B {
-            let Some((wc, area)) = it.next() else {
-                ended = true;
-                break;
-            };
-            if let Some(r) = ring.get_mut(head.wrapping_add(staged) % AHEAD) {
-                *r = Some(stage(wc, area));
-            }
-            staged = staged.wrapping_add(1);
-            n = n.wrapping_add(1);
-        }
-        let Some(st) = ring.get_mut(head).and_then(Option::take) else { break };
-        head = head.wrapping_add(1) % AHEAD;
-        staged = staged.wrapping_sub(1);
-        out.push(finish(st));
+    let mut n = 0usize;
+    while !out.is_full() {
+        let Some((wc, area)) = it.next() else { break };
+        out.push(resolve(wc, area));
+        n = n.wrapping_add(1);
     }
     n
 }

@@ -74,9 +74,8 @@ use arrayvec::ArrayVec;
 
 use super::key::{Key, alt_of, home_of};
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
-use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, Staged, TableError, fill_batch, raw};
-use crate::ah::libibverbs::IbvFailure;
-use crate::ah::{AhAttr, IbvAhAttr, IbvWc};
+use super::{AhHandle, AhTable, Probe, RawHandle, ResolveError, ResolveResult, TableError, fill_batch, raw};
+use crate::ah::{AhAttr, IbvAhAttr, IbvWc, libibverbs};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
 use crate::sync::Ordering;
@@ -595,31 +594,20 @@ where
         area: &Area,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
-        let st = self.table.stage(gids, port, wc, area);
-        self.resolve_staged(st, block)
-    }
-
-    /// [`resolve`](Self::resolve) of a staged completion ([`AhTable::stage`]).
-    #[inline(always)]
-    fn resolve_staged(
-        &mut self,
-        st: Result<Staged, IbvFailure>,
-        block: bool,
-    ) -> Result<AhHandle<H::Ah>, ResolveError<H::Error>> {
         if self.bypass != 0 {
             self.bypass = self.bypass.wrapping_sub(1);
-            return st.map_err(ResolveError::Attr).and_then(|st| self.table.resolve_staged(self.hal, &st, block));
+            return self.table.resolve_with(self.hal, gids, port, wc, area, block);
         }
         self.looked = self.looked.wrapping_add(1);
-        let st = st.map_err(ResolveError::Attr)?;
+        let w = libibverbs::init_ah_from_wc_words(gids, port, wc, area).map_err(ResolveError::Attr)?;
         let mut err = None;
-        let local = match st.key {
-            Some(key) => self.lease_hit(&key, st.h),
+        let local = match Key::from_words(w) {
+            Some(key) => self.lease_hit(&key, self.table.hash(&key)),
             None => Local::Miss(None),
         };
         let (t, sg) = match local {
             Local::Hit(r) => r,
-            Local::Miss(seen) => self.resolve_miss(&IbvAhAttr::from_words(st.w), seen, block, &mut err),
+            Local::Miss(seen) => self.resolve_miss(&IbvAhAttr::from_words(w), seen, block, &mut err),
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
@@ -676,19 +664,7 @@ where
         out: &mut ArrayVec<ResolveResult<H::Ah, H::Error>, B>,
         block: bool,
     ) -> usize {
-        let table = self.table;
-        fill_batch(
-            completions,
-            out,
-            |wc, area| {
-                let st = table.stage(gids, port, wc, area);
-                if let Ok(st) = &st {
-                    table.touch(st);
-                }
-                st
-            },
-            |st| self.resolve_staged(st, block),
-        )
+        fill_batch(completions, out, |wc, area| self.resolve_with(gids, port, wc, area, block))
     }
 
     /// Gives a reference back: to its lease when this session holds one on
