@@ -13,6 +13,10 @@
 //!   row (the inclusive count of its measuring function over `K` completions,
 //!   minus the same loop without the table), with the misses per completion;
 //!   `UDAH_AH_SCALE_PEERS=64,100000` restricts the peer counts;
+//! * instruction gate: `UDAH_AH_SCALE_ICOUNT_GATE=1 UDAH_AH_SCALE_PEERS=64,100000
+//!   cargo bench -p udah-benches --bench ah_scale` checks the figures at 10⁵
+//!   peers, their ratio to 64 peers, and sessions against the shared path
+//!   (the constants `GATE_*`, `FLAT`, `SESSION`);
 //! * occupancy: `UDAH_AH_SCALE_OCCUPANCY=1 cargo bench -p udah-benches
 //!   --bench ah_scale` fills tables of 2¹⁰, 2¹⁶ and 2²⁰ slots with distinct
 //!   peers (consecutive and scrambled addresses), one `get_or_create` +
@@ -244,8 +248,10 @@ fn peer_counts() -> Vec<usize> {
     }
 }
 
-/// Runs every peer count and order under callgrind and prints the table.
-fn icount_report() {
+/// Runs every peer count and order under callgrind and prints the table;
+/// returns the figures, `(peers, order, [row figures])`.
+fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
+    let mut all = Vec::new();
     let exe = std::env::current_exe().unwrap();
     println!("instructions per completion (resolve + release), callgrind, K = {K} per row, minus the bare loop:");
     println!(
@@ -288,6 +294,7 @@ fn icount_report() {
                 })
                 .collect();
             let v: Vec<f64> = ROWS.iter().map(|r| get(r) as f64 / K as f64 - base).collect();
+            all.push((n, pop, [v[0], v[1], v[2], v[3]]));
             println!(
                 "{n:>9} {:>8} {:>14.1} {:>14.1} {:>15.1} {:>15.1}   {}",
                 pop_name(pop),
@@ -298,6 +305,47 @@ fn icount_report() {
                 misses.join(" ")
             );
         }
+    }
+    all
+}
+
+/// The gates of `UDAH_AH_SCALE_ICOUNT_GATE=1` (64 and 10⁵ peers, uniform):
+/// instructions per completion at 10⁵ peers through the shared table, one
+/// completion at a time and in batches; 10⁵ peers at most `FLAT` times
+/// the 64-peer cost; a session never more than `SESSION` times the shared
+/// path. Measured on 2026-12-02 (rustc 1.95.0, x86-64: 291.9 and 322.0 at
+/// 10⁵ peers, 0.98–1.04 of the 64-peer cost, sessions 1.05–1.12 of the
+/// shared path) plus about 3 %.
+const GATE_SHARED_SINGLE_1E5: f64 = 300.0;
+const GATE_SHARED_BATCH_1E5: f64 = 332.0;
+const FLAT: f64 = 1.08;
+const SESSION: f64 = 1.16;
+
+fn icount_gate() {
+    let all = icount_report();
+    let at = |n: usize| all.iter().find(|(p, pop, _)| *p == n && *pop == Popularity::Uniform).map(|r| r.2);
+    let (Some(small), Some(big)) = (at(64), at(100_000)) else {
+        panic!("the gate needs UDAH_AH_SCALE_PEERS to include 64 and 100000");
+    };
+    let mut failures = Vec::new();
+    let mut check = |what: String, v: f64, gate: f64| {
+        let ok = v <= gate;
+        println!("  {what:60} {v:8.2}  gate {gate:6.2}  {}", if ok { "ok" } else { "FAIL" });
+        if !ok {
+            failures.push(what);
+        }
+    };
+    check("shared single, 10^5 peers (instructions per WC)".into(), big[0], GATE_SHARED_SINGLE_1E5);
+    check("shared batch, 10^5 peers (instructions per WC)".into(), big[1], GATE_SHARED_BATCH_1E5);
+    for (i, row) in ROWS.iter().enumerate() {
+        check(format!("{row}: 10^5 peers / 64 peers"), big[i] / small[i], FLAT);
+    }
+    for (n, _, v) in all.iter().filter(|r| r.1 == Popularity::Uniform) {
+        check(format!("session single / shared single, {n} peers"), v[2] / v[0], SESSION);
+        check(format!("session batch / shared batch, {n} peers"), v[3] / v[1], SESSION);
+    }
+    if !failures.is_empty() {
+        std::process::exit(1);
     }
 }
 
@@ -379,8 +427,12 @@ fn real_main() {
         let pop = if pop == "zipf" { Popularity::Zipf } else { Popularity::Uniform };
         return dispatch!(n, icount_run(pop));
     }
+    if std::env::var_os("UDAH_AH_SCALE_ICOUNT_GATE").is_some() {
+        return icount_gate();
+    }
     if std::env::var_os("UDAH_AH_SCALE_ICOUNT").is_some() {
-        return icount_report();
+        icount_report();
+        return;
     }
     if std::env::var_os("UDAH_AH_SCALE_OCCUPANCY").is_some() {
         return occupancy_report();

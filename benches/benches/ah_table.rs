@@ -1076,17 +1076,21 @@ fn icount_gate() {
     println!("AH table instruction counts (ΔIr/ΔK, K = {k1} → {k2}, minus the bare loop = {base:.1}):");
     // (target, enforced gate = today's figure + ~3 %, the issue's target)
     for (t, gate, goal) in [
-        ("hit", Some(96.0), Some(100.0)),
-        ("hit_prepared", Some(63.0), Some(100.0)),
-        ("hit_release", Some(119.0), None),
-        ("resolve", Some(270.0), Some(300.0)),
+        // Raised on 2026-12-02 (issue #15) for the keyed hash (three folded
+        // multiplies instead of one: +15 per hit) and the two windows per
+        // key; the figures then: 108.9, 66.3, 133.9, 283.5, 119.1, 80.3,
+        // 159.8, 302.0.
+        ("hit", Some(112.0), Some(80.0)),
+        ("hit_prepared", Some(69.0), Some(80.0)),
+        ("hit_release", Some(138.0), None),
+        ("resolve", Some(292.0), Some(250.0)),
         // Through a `Session` (lease hits: more instructions than the
         // table's hit, but no locked one). The issue's targets are for the
-        // table's own hit above; `resolve`'s 300 applies to both.
-        ("session_hit", Some(116.0), None),
-        ("session_hit_prepared", Some(81.0), None),
-        ("session_hit_release", Some(140.0), None),
-        ("session_resolve", Some(285.0), Some(300.0)),
+        // table's own hit above (issue #15: 80); `resolve`'s 250 applies to both.
+        ("session_hit", Some(123.0), None),
+        ("session_hit_prepared", Some(83.0), None),
+        ("session_hit_release", Some(165.0), None),
+        ("session_resolve", Some(311.0), Some(250.0)),
     ] {
         let v = per(t) - base;
         let verdict = match gate {
