@@ -672,6 +672,11 @@ where
     /// [`AhTable::release`].
     #[inline(always)]
     pub fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
+        // On the shared path the session holds no lease (`note_miss` gave
+        // them all back, and only the lease path takes one).
+        if self.bypass != 0 {
+            return self.table.release(self.hal, handle);
+        }
         let idx = handle.slot as usize;
         for w in 0..2 {
             let i = Self::way(idx, w);
