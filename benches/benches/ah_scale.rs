@@ -314,12 +314,12 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
 /// completion at a time and in batches; 10⁵ peers at most `FLAT` times
 /// the 64-peer cost; a session never more than `SESSION` times the shared
 /// path. Measured on 2026-12-02 (rustc 1.95.0, x86-64: 291.9 and 322.0 at
-/// 10⁵ peers, 0.98–1.04 of the 64-peer cost, sessions 1.05–1.12 of the
+/// 10⁵ peers, 0.98–1.01 of the 64-peer cost, sessions 1.07–1.09 of the
 /// shared path) plus about 3 %.
 const GATE_SHARED_SINGLE_1E5: f64 = 300.0;
 const GATE_SHARED_BATCH_1E5: f64 = 332.0;
 const FLAT: f64 = 1.08;
-const SESSION: f64 = 1.16;
+const SESSION: f64 = 1.12;
 
 fn icount_gate() {
     let all = icount_report();
