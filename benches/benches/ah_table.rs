@@ -51,54 +51,14 @@ use std::sync::{Barrier, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
 use criterion::Criterion;
+use udah_benches::scale::BenchHal;
 use udah_benches::{Family, Fixture, SEED};
 use udah_core::GidTable;
 use udah_core::ah::{AhAttr, AttrWords, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
-use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
+use udah_core::hal::Hal;
 use udah_core::responder::{Config, Responder};
 use udah_core::table::{AhCache, AhTable, PreparedAttr};
 use udah_core::wire::{Area, Evidence, Gid};
-
-/// A backend that hands out counter values, optionally after a sleep.
-struct BenchHal {
-    next: AtomicU64,
-    sleep: Option<Duration>,
-}
-
-impl BenchHal {
-    const fn new(sleep: Option<Duration>) -> BenchHal {
-        BenchHal { next: AtomicU64::new(1), sleep }
-    }
-}
-
-impl ErrorType for BenchHal {
-    type Error = ErrorKind;
-}
-
-impl Hal for BenchHal {
-    type Ah = u64;
-    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(port, udah_core::LinkLayer::Ethernet, 256))
-    }
-    fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
-        Ok(())
-    }
-    fn gid_generation(&self, _: u8) -> u64 {
-        0
-    }
-    fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
-        Ok(None)
-    }
-    fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
-        if let Some(d) = self.sleep {
-            std::thread::sleep(d);
-        }
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-    fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> {
-        Ok(())
-    }
-}
 
 type Table = AhTable<BenchHal, 256>;
 /// A session on [`Table`].
@@ -1133,17 +1093,21 @@ fn icount_gate() {
     println!("AH table instruction counts (ΔIr/ΔK, K = {k1} → {k2}, minus the bare loop = {base:.1}):");
     // (target, enforced gate = today's figure + ~3 %, the issue's target)
     for (t, gate, goal) in [
-        ("hit", Some(96.0), Some(100.0)),
-        ("hit_prepared", Some(63.0), Some(100.0)),
-        ("hit_release", Some(119.0), None),
-        ("resolve", Some(270.0), Some(300.0)),
+        // Raised on 2026-12-02 (issue #15) for the keyed hash (three folded
+        // multiplies instead of one: +15 per hit) and the two windows per
+        // key; the figures then: 108.9, 66.3, 133.9, 283.5, 119.1, 80.3,
+        // 159.8, 302.0.
+        ("hit", Some(112.0), Some(80.0)),
+        ("hit_prepared", Some(69.0), Some(80.0)),
+        ("hit_release", Some(138.0), None),
+        ("resolve", Some(292.0), Some(250.0)),
         // Through a `Session` (lease hits: more instructions than the
         // table's hit, but no locked one). The issue's targets are for the
-        // table's own hit above; `resolve`'s 300 applies to both.
-        ("session_hit", Some(116.0), None),
-        ("session_hit_prepared", Some(81.0), None),
-        ("session_hit_release", Some(140.0), None),
-        ("session_resolve", Some(285.0), Some(300.0)),
+        // table's own hit above (issue #15: 80); `resolve`'s 250 applies to both.
+        ("session_hit", Some(123.0), None),
+        ("session_hit_prepared", Some(83.0), None),
+        ("session_hit_release", Some(165.0), None),
+        ("session_resolve", Some(311.0), Some(250.0)),
     ] {
         let v = per(t) - base;
         let verdict = match gate {

@@ -18,10 +18,12 @@
 
 pub mod asm;
 pub mod branchy;
+pub mod callgrind;
 #[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod oracle;
 pub mod report;
+pub mod scale;
 
 use udah_core::ah::{IB_WC_GRH, IB_WC_WITH_VLAN, IBV_WC_GRH, IBV_WC_WITH_IMM, IbvWc, KernelWc};
 use udah_core::wire::{Area, GrhRepr, Ipv4Repr, grh};

@@ -17,11 +17,54 @@ pub(crate) const KEY_WORDS: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key(pub(crate) [u64; KEY_WORDS]);
 
-/// The home slot of a key whose [`Key::hash`] is `h`, in a table of
-/// `mask + 1` slots.
+/// The first window of a key whose [`Key::hash`] is `h`, in a table of
+/// `mask + 1` slots (at most 2²⁴): the hash's top 24 bits.
 #[inline(always)]
 pub(crate) fn home_of(h: u64, mask: usize) -> usize {
     ((h >> 40) as usize) & mask
+}
+
+/// The second window of a key whose [`Key::hash`] is `h`: bits 16..40 of
+/// the hash, independent of [`home_of`]'s.
+#[inline(always)]
+pub(crate) fn alt_of(h: u64, mask: usize) -> usize {
+    ((h >> 16) as usize) & mask
+}
+
+/// The 128-bit product of `a` and `b`, its halves xor-ed.
+#[inline(always)]
+const fn folded_mul(a: u64, b: u64) -> u64 {
+    let p = (a as u128).wrapping_mul(b as u128);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// A table's hash key: four words drawn from the table's seed
+/// ([`crate::table::AhTable::with_seed`]). Without it a sender could craft
+/// source GIDs whose keys all land in the same two windows and evict the
+/// other peers; with it, where a key lands depends on words it does not
+/// know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HashKey(pub(crate) [u64; KEY_WORDS]);
+
+impl HashKey {
+    /// The hash key of `seed` (SplitMix64's outputs from it: any seed,
+    /// including 0, gives four well-mixed words).
+    pub(crate) const fn new(seed: u64) -> HashKey {
+        const fn mix(x: u64) -> u64 {
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        const G: u64 = 0x9e37_79b9_7f4a_7c15;
+        let out = [
+            mix(seed.wrapping_add(G)),
+            mix(seed.wrapping_add(G.wrapping_mul(2))),
+            mix(seed.wrapping_add(G.wrapping_mul(3))),
+            mix(seed.wrapping_add(G.wrapping_mul(4))),
+        ];
+        HashKey(out)
+    }
 }
 
 impl Key {
@@ -40,21 +83,22 @@ impl Key {
         w.canonical().map(|w| Key(w.raw()))
     }
 
-    /// The home slot of this key in a table of `mask + 1` slots (a power of
-    /// two, at most 2²⁴): the words folded, multiplied by a Fibonacci
-    /// constant, top 24 bits.
+    /// The keyed hash of this key (`k`: the table's [`HashKey`]): the
+    /// folded multiplies of the two pairs of key words, each word xor-ed with
+    /// a word of `k` (foldhash's construction), so that no linear relation
+    /// between crafted addresses survives into the hash, folded once more
+    /// with a Fibonacci constant. Without that last multiply a key that
+    /// differs in one word only (InfiniBand LIDs: word 3) would get two
+    /// windows that are both linear in that word, and the cuckoo placement
+    /// would degrade to one long window (first eviction at 84 % instead of
+    /// 99 %, `tests/table_occupancy.rs`). [`home_of`] and [`alt_of`] reduce
+    /// it to the key's two windows.
     #[inline(always)]
-    pub(crate) fn home(&self, mask: usize) -> usize {
-        home_of(self.hash(), mask)
-    }
-
-    /// The hash [`home`](Self::home) reduces (independent of the table's
-    /// size, so that a [`super::PreparedAttr`] can keep it).
-    #[inline(always)]
-    pub(crate) fn hash(&self) -> u64 {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    pub(crate) fn hash(&self, k: &HashKey) -> u64 {
+        const FIB: u64 = 0x9e37_79b9_7f4a_7c15;
         let [w0, w1, w2, w3] = self.0;
-        ((w0 ^ w1.rotate_left(32)) ^ (w2 ^ w3)).wrapping_mul(K)
+        let [k0, k1, k2, k3] = k.0;
+        folded_mul(folded_mul(w0 ^ k0, w1 ^ k1) ^ folded_mul(w2 ^ k2, w3 ^ k3), FIB)
     }
 
     /// The port.
@@ -138,7 +182,7 @@ mod test {
             }
             assert_eq!(ka.port(), 1);
             assert_eq!(ka.sgid_index(), a.grh.map(|g| g.sgid_index));
-            assert!(ka.home(63) < 64);
+            assert!(home_of(ka.hash(&HashKey::new(1)), 63) < 64);
             // The canonical words are the key (the C mirror's words are
             // checked in `attr`).
             assert_eq!(Key::from_words(AttrWords::from_attr(a)), Some(*ka));

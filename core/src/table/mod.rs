@@ -49,9 +49,20 @@
 //! `N` slots (a power of two, at most 2²⁴), each with a 64-byte hot part
 //! (lifecycle word, the key packed in four `AtomicU64`, the AH as an
 //! [`AhToken`], a hit carry counter) and a cold part (L2 facts, birth time,
-//! GID generation). A key lives in one of the [`WINDOW`](AhTable::WINDOW)
-//! slots following its hash (at most 8): look-ups scan that window, so a
-//! deleted entry needs no tombstone. The lifecycle word packs the low 8 bits
+//! GID generation). A key lives in one of two windows of
+//! [`WINDOW`](AhTable::WINDOW) consecutive slots (at most 8), both chosen by
+//! a keyed hash of the key ([`AhTable::with_seed`]): look-ups scan the first
+//! window, then the second, so a deleted entry needs no tombstone. A claim
+//! takes a free slot of either window; when both are full it moves an
+//! unreferenced entry to a free slot of *its* other window (bucketized cuckoo
+//! displacement, paths of up to two moves, under the writer lock), and only
+//! then evicts (CLOCK over both windows). The table thus stays 98–99 % full
+//! before its first eviction whatever the addresses (with one window per
+//! key it evicted at 19–41 % with scrambled ones; `tests/table_occupancy.rs`).
+//! Only unreferenced entries move (no handle or lease names their slot),
+//! the source `BUSY` before the destination is `LIVE`, so at most one live
+//! entry holds a key; a reader that looks meanwhile misses and takes the
+//! slow path. The lifecycle word packs the low 8 bits
 //! of the slot's hit count, a 32-bit generation, a state, a CLOCK bit and a
 //! 20-bit refcount (`slot.rs`), so that a hit — reference, CLOCK bit and hit
 //! statistic — is one compare-and-swap, the only locked instruction of a hit
@@ -73,9 +84,13 @@
 //! * [`release`](AhTable::release), [`retain`](AhTable::retain), eviction and
 //!   retirement are CAS loops on one slot's lifecycle word (lock-free: a failed
 //!   CAS means another thread's succeeded).
-//! * Inserting takes the writer lock, a spin lock held while scanning one
-//!   window and writing one key (no backend call, no allocation). Unrelated
-//!   writers wait for at most that.
+//! * Inserting takes the writer lock, a spin lock held while scanning the
+//!   key's two windows (when both are full, also the other windows of their
+//!   entries and of those entries' neighbours: at most 16 + 128 + 1,024 slot
+//!   words), moving at most two entries and writing one key (no backend
+//!   call, no allocation). Unrelated writers wait for at most that. An
+//!   invalidation sweep takes the lock once, at its start, so that no entry
+//!   moves past it.
 //! * The backend's `create_ah` runs with the new slot in the `CREATING` state
 //!   and no lock held. Readers skip such a slot; only misses on the *same*
 //!   key wait for it ([`get_or_create`](AhTable::get_or_create), with
@@ -202,7 +217,7 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 pub(crate) use self::cache::fill;
 pub use self::cache::{AhCache, CacheAh, CacheError, CacheResult, Shared, Wait};
-use self::key::{KEY_WORDS, Key, pack_l2, unpack_l2};
+use self::key::{HashKey, KEY_WORDS, Key, alt_of, home_of, pack_l2, unpack_l2};
 use self::slot::{
     BUSY, CREATING, ColdSlot, FREE, GEN_BITS, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED,
     STATE_MASK, USED, generation, hit_field, live_bits, next_generation, rebuild, refs, state, with_state,
@@ -226,21 +241,31 @@ const MAX_ROUNDS: u32 = 64;
 /// packed key and the key's hash, computed once. A runtime that keeps
 /// per-peer state (an MPI or UCX-style endpoint) prepares each peer's
 /// attribute when it learns it, and its hits then start at the probe:
-/// [`AhTable::get_or_create`], [`AhTable::get`]. The hash
-/// does not depend on the table, so one `PreparedAttr` serves any table.
+/// [`AhTable::get_or_create`], [`AhTable::get`]. The table's hash is keyed
+/// ([`AhTable::with_seed`]): [`AhTable::prepare`] keeps that table's hash,
+/// [`PreparedAttr::new`] the hash of the seed-0 tables ([`AhTable::new`]).
+/// Any `PreparedAttr` works with any table; a table whose hash it does not
+/// keep computes it per look-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreparedAttr {
     attr: AhAttr,
     key: Key,
     hash: u64,
+    /// The first word of the hash key `hash` was computed with.
+    keyed: u64,
 }
 
 impl PreparedAttr {
-    /// Prepares `attr`.
+    /// Prepares `attr` for the tables of seed 0 ([`AhTable::new`]).
     #[inline]
     pub fn new(attr: &AhAttr) -> PreparedAttr {
+        PreparedAttr::keyed(attr, &HashKey::new(0))
+    }
+
+    #[inline]
+    fn keyed(attr: &AhAttr, k: &HashKey) -> PreparedAttr {
         let key = Key::new(attr);
-        PreparedAttr { attr: *attr, key, hash: key.hash() }
+        PreparedAttr { attr: *attr, key, hash: key.hash(k), keyed: k.0[0] }
     }
 
     /// The attribute.
@@ -267,7 +292,6 @@ pub trait Lookup: sealed::Sealed {}
 mod sealed {
     use super::{
         AhAttr, AhHandle, AhTable, AttrError, AttrWords, CanonicalWords, Key, PreparedAttr, Probe, Session, TableError,
-        key,
     };
     use crate::hal::{AhToken, Hal};
 
@@ -332,7 +356,8 @@ mod sealed {
             H::Ah: AhToken,
         {
             let k = Key::new(self);
-            s.lookup(&k, k.home(AhTable::<H, N>::MASK), self, block)
+            let h = s.table().hash(&k);
+            s.lookup(&k, h, self, block)
         }
         #[inline(always)]
         fn to_attr(&self) -> Result<AhAttr, AttrError> {
@@ -346,7 +371,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            t.get_key(&self.key, Some(self.hash))
+            t.get_key(&self.key, Some(t.prepared_hash(self)))
         }
         #[inline(always)]
         fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
@@ -358,7 +383,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            match t.probe_from(&self.key, key::home_of(self.hash, AhTable::<H, N>::MASK), 0) {
+            match t.probe_from(&self.key, t.prepared_hash(self), 0) {
                 Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 probe => t.lookup_slow(hal, &self.attr, block, probe).map_err(X::from),
@@ -373,7 +398,8 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            s.lookup(&self.key, key::home_of(self.hash, AhTable::<H, N>::MASK), &self.attr, block)
+            let h = s.table().prepared_hash(self);
+            s.lookup(&self.key, h, &self.attr, block)
         }
         #[inline(always)]
         fn to_attr(&self) -> Result<AhAttr, AttrError> {
@@ -581,6 +607,9 @@ pub struct TableStats {
     pub backend_failures: u64,
     /// Look-ups that found another thread's create in progress.
     pub pending: u64,
+    /// Unreferenced entries moved to their other window to make room for a
+    /// new key (cuckoo displacement; not evictions: the AH stays).
+    pub relocations: u64,
 }
 
 #[derive(Debug)]
@@ -592,6 +621,7 @@ struct Counters {
     retirements: AtomicU64,
     backend_failures: AtomicU64,
     pending: AtomicU64,
+    relocations: AtomicU64,
 }
 
 impl Counters {
@@ -605,6 +635,7 @@ impl Counters {
                 retirements: AtomicU64::new(0),
                 backend_failures: AtomicU64::new(0),
                 pending: AtomicU64::new(0),
+                relocations: AtomicU64::new(0),
             }
         }
     }
@@ -684,6 +715,11 @@ pub struct AhTable<H, const N: usize> {
     /// Bumped whenever [`Session`]s should give their leases back: an entry
     /// was retired, or a claim found no room.
     reclaim: CachePadded<AtomicU64>,
+    /// The keyed hash's key, from the table's seed.
+    hash_key: HashKey,
+    /// Invalidation sweeps in progress: while there is one, claims do not
+    /// move entries between windows (a sweep could pass a moved entry by).
+    sweeping: AtomicU64,
     _backend: PhantomData<fn(&H)>,
 }
 
@@ -699,6 +735,15 @@ impl<H, const N: usize> Default for AhTable<H, N> {
     }
 }
 
+/// Ends a sweep (`AhTable::sweeping`) on drop.
+struct SweepGuard<'a>(&'a AtomicU64);
+
+impl Drop for SweepGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Releases the writer lock on drop.
 struct WriterGuard<'a>(&'a AtomicBool);
 
@@ -711,13 +756,31 @@ impl Drop for WriterGuard<'_> {
 impl<H, const N: usize> AhTable<H, N> {
     const CHECK: () = assert!(N.is_power_of_two() && N <= 1 << 24, "AhTable capacity must be a power of two ≤ 2^24");
     const MASK: usize = N.wrapping_sub(1);
-    /// How many consecutive slots (from its hash) a key may occupy:
-    /// `min(N, 8)`.
+    /// How many consecutive slots a window has: `min(N, 8)`. A key may live
+    /// in either of two windows, both chosen by its hash.
     pub const WINDOW: usize = if N < 8 { N } else { 8 };
+    /// Whether the two windows of a key can differ (a table of at most
+    /// [`WINDOW`](Self::WINDOW) slots has one window).
+    const TWO: bool = N > Self::WINDOW;
 
-    /// An empty table.
+    /// An empty table with the hash seed 0: [`with_seed`](Self::with_seed)
+    /// with a fixed seed, for tables that only trusted senders reach (and
+    /// for `static`s, which cannot draw one).
     #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Self::with_seed(0)
+    }
+
+    /// An empty table whose hash is keyed with `seed`. The seed decides in
+    /// which two windows each key may live: a sender who knows it can craft
+    /// source GIDs that all land in the same windows and push the other
+    /// peers' entries out; without it, crafted addresses spread like any
+    /// others. `no_std` code passes whatever entropy it has (a hardware
+    /// random number, a boot-time counter); std users pass a random one
+    /// (e.g. from `std::hash::RandomState`). Different tables may share a
+    /// seed.
+    #[cfg(not(loom))]
+    pub const fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
         AhTable {
             slots: [const { HotSlot::new() }; N],
@@ -728,13 +791,21 @@ impl<H, const N: usize> AhTable<H, N> {
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
             reclaim: CachePadded::new(AtomicU64::new(0)),
+            hash_key: HashKey::new(seed),
+            sweeping: AtomicU64::new(0),
             _backend: PhantomData,
         }
     }
 
-    /// An empty table.
+    /// An empty table with the hash seed 0.
     #[cfg(loom)]
     pub fn new() -> Self {
+        Self::with_seed(0)
+    }
+
+    /// An empty table whose hash is keyed with `seed`.
+    #[cfg(loom)]
+    pub fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
         AhTable {
             slots: core::array::from_fn(|_| HotSlot::new()),
@@ -745,6 +816,8 @@ impl<H, const N: usize> AhTable<H, N> {
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
             reclaim: CachePadded::new(AtomicU64::new(0)),
+            hash_key: HashKey::new(seed),
+            sweeping: AtomicU64::new(0),
             _backend: PhantomData,
         }
     }
@@ -782,6 +855,7 @@ impl<H, const N: usize> AhTable<H, N> {
             entries,
             backend_failures: ld(&c.backend_failures),
             pending: ld(&c.pending),
+            relocations: ld(&c.relocations),
         }
     }
 
@@ -837,16 +911,55 @@ impl<H, const N: usize> AhTable<H, N> {
         }
     }
 
-    /// The lock-free probe of `key`'s window.
+    /// The keyed hash of `key` in this table.
     #[inline(always)]
-    fn probe(&self, key: &Key) -> Probe {
-        self.probe_from(key, key.home(Self::MASK), 0)
+    fn hash(&self, key: &Key) -> u64 {
+        key.hash(&self.hash_key)
     }
 
-    /// The lock-free probe of `key`'s window, which starts at `home`; a hit
-    /// takes `1 + extra` references (`extra` > 0: a [`Session`]'s lease).
+    /// The hash of a prepared attribute in this table: the one it keeps if
+    /// it was prepared for this table's hash key, else computed. The tag is
+    /// the hash key's first word, a bijection of the seed (`HashKey::new`),
+    /// so two seeds never share it; and a wrong hash could only make a
+    /// look-up miss, whose slow path hashes again, never hit another key.
     #[inline(always)]
-    fn probe_from(&self, key: &Key, home: usize, extra: u64) -> Probe {
+    fn prepared_hash(&self, p: &PreparedAttr) -> u64 {
+        if p.keyed == self.hash_key.0[0] { p.hash } else { self.hash(&p.key) }
+    }
+
+    /// `attr` prepared for this table's hash ([`PreparedAttr`]).
+    #[inline]
+    pub fn prepare(&self, attr: &AhAttr) -> PreparedAttr {
+        PreparedAttr::keyed(attr, &self.hash_key)
+    }
+
+    /// The lock-free probe of `key`'s windows.
+    #[inline(always)]
+    fn probe(&self, key: &Key) -> Probe {
+        self.probe_from(key, self.hash(key), 0)
+    }
+
+    /// The lock-free probe of `key`'s two windows (`h`: its hash); a hit
+    /// takes `1 + extra` references (`extra` > 0: a [`Session`]'s lease).
+    /// The first window inline, the second out of line: a key goes to its
+    /// second window only when the first is full.
+    #[inline(always)]
+    fn probe_from(&self, key: &Key, h: u64, extra: u64) -> Probe {
+        match self.probe_window(key, home_of(h, Self::MASK), extra) {
+            Probe::Miss if Self::TWO => self.probe_alt(key, h, extra),
+            p => p,
+        }
+    }
+
+    /// [`probe_window`](Self::probe_window) of the second window.
+    #[inline(never)]
+    fn probe_alt(&self, key: &Key, h: u64, extra: u64) -> Probe {
+        self.probe_window(key, alt_of(h, Self::MASK), extra)
+    }
+
+    /// The lock-free probe of the window that starts at `home`.
+    #[inline(always)]
+    fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
         for i in 0..Self::WINDOW {
             let idx = home.wrapping_add(i) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
@@ -923,36 +1036,54 @@ impl<H, const N: usize> AhTable<H, N> {
         }
     }
 
-    /// Under the writer lock: finds `key` in its window, or claims a free or
-    /// evictable slot for it.
+    /// The slots of the windows that start at `a` and `b` (`b`'s only when
+    /// the table has two windows per key).
+    #[inline]
+    fn window_slots(a: usize, b: usize) -> impl Iterator<Item = usize> {
+        let ways = if Self::TWO { 2 } else { 1 };
+        [a, b].into_iter().take(ways).flat_map(|w| (0..Self::WINDOW).map(move |i| w.wrapping_add(i) & Self::MASK))
+    }
+
+    /// Under the writer lock: finds `key` in its windows, or claims a free
+    /// slot for it there, making one by moving an unreferenced entry to its
+    /// other window (cuckoo displacement, paths of up to two moves), or by
+    /// evicting an unreferenced entry (CLOCK).
     fn claim(&self, key: &Key) -> Claim {
         let _guard = self.lock();
-        let home = key.home(Self::MASK);
+        let h = self.hash(key);
+        let (a, b) = (home_of(h, Self::MASK), alt_of(h, Self::MASK));
         let mut free = None;
         // Key words change only under this lock (claims), so they are stable here.
-        for i in 0..Self::WINDOW {
-            let idx = home.wrapping_add(i) & Self::MASK;
+        for idx in Self::window_slots(a, b) {
             let Some(slot) = self.slots.get(idx) else { continue };
             let m = slot.meta.load(Ordering::Acquire);
             match state(m) {
                 LIVE if Self::key_matches(slot, key) => return Claim::Existing(idx, m),
                 CREATING if Self::key_matches(slot, key) => return Claim::Creating(idx, m),
-                FREE if free.is_none() => free = Some((idx, m)),
+                FREE if free.is_none() => free = Some(idx),
                 _ => {}
             }
         }
-        if let Some((idx, m)) = free
+        let free = match free {
+            Some(idx) => Some(idx),
+            None if Self::TWO && self.sweeping.load(Ordering::Acquire) == 0 => self.make_room(a, b),
+            None => None,
+        };
+        if let Some(idx) = free
             && let Some(slot) = self.slots.get(idx)
-            // Only claimers, which hold the lock, leave FREE: this cannot fail.
-            && slot.meta.compare_exchange(m, with_state(m, BUSY), Ordering::Acquire, Ordering::Relaxed).is_ok()
         {
-            return self.publish_claim(idx, m, key, None);
+            let m = slot.meta.load(Ordering::Acquire);
+            // Only claimers, which hold the lock, leave FREE: this cannot fail.
+            if state(m) == FREE
+                && slot.meta.compare_exchange(m, with_state(m, BUSY), Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                return self.publish_claim(idx, m, key, None);
+            }
         }
-        // CLOCK over the window: the first sweep gives recently used entries a
-        // second chance, the second takes any unreferenced entry.
+        // CLOCK over the windows: the first sweep gives recently used entries
+        // a second chance, the second takes any unreferenced entry.
         for sweep in 0..2 {
-            for i in 0..Self::WINDOW {
-                let idx = home.wrapping_add(i) & Self::MASK;
+            for idx in Self::window_slots(a, b) {
                 let Some(slot) = self.slots.get(idx) else { continue };
                 let m = slot.meta.load(Ordering::Acquire);
                 if state(m) != LIVE || refs(m) != 0 {
@@ -976,6 +1107,107 @@ impl<H, const N: usize> AhTable<H, N> {
         // Sessions may be pinning cached entries: ask them to give them back.
         self.reclaim.fetch_add(1, Ordering::Relaxed);
         Claim::Full
+    }
+
+    /// Under the writer lock, no sweep running, both windows (at `a`, `b`)
+    /// full: frees a slot in them by moving the unreferenced entry there to
+    /// a free slot of its other window, or, one level deeper, by first
+    /// moving an unreferenced entry of that window to its own other window.
+    /// Returns the freed slot.
+    fn make_room(&self, a: usize, b: usize) -> Option<usize> {
+        // One move: an entry of our windows to a free slot of its other one.
+        for src in Self::window_slots(a, b) {
+            let Some(other) = self.movable_other(src) else { continue };
+            for dst in Self::window_slots(other, other).take(Self::WINDOW) {
+                if self.is_free(dst) && self.relocate(src, dst) {
+                    return Some(src);
+                }
+            }
+        }
+        // Two moves: make room in that other window first.
+        for src in Self::window_slots(a, b) {
+            let Some(other) = self.movable_other(src) else { continue };
+            for mid in Self::window_slots(other, other).take(Self::WINDOW) {
+                let Some(far) = self.movable_other(mid) else { continue };
+                for dst in Self::window_slots(far, far).take(Self::WINDOW) {
+                    if self.is_free(dst) && self.relocate(mid, dst) {
+                        if self.relocate(src, mid) {
+                            return Some(src);
+                        }
+                        // `src` was taken meanwhile (a hit): `mid` stays free
+                        // for a later claim; try the next candidate.
+                        break;
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether slot `idx` is `FREE`.
+    fn is_free(&self, idx: usize) -> bool {
+        self.slots.get(idx).is_some_and(|s| state(s.meta.load(Ordering::Acquire)) == FREE)
+    }
+
+    /// Under the writer lock: the start of the other window of the entry in
+    /// slot `idx`, if it is live and unreferenced (the only entries that
+    /// move: no handle or lease names their slot).
+    fn movable_other(&self, idx: usize) -> Option<usize> {
+        let slot = self.slots.get(idx)?;
+        let m = slot.meta.load(Ordering::Acquire);
+        if state(m) != LIVE || refs(m) != 0 {
+            return None;
+        }
+        let h = self.hash(&Self::read_key(slot));
+        let first = home_of(h, Self::MASK);
+        let in_first = idx.wrapping_sub(first) & Self::MASK < Self::WINDOW;
+        Some(if in_first { alt_of(h, Self::MASK) } else { first })
+    }
+
+    /// Under the writer lock: moves the unreferenced live entry of slot
+    /// `src` to the free slot `dst` (key, AH, cold facts; the hit counts stay
+    /// with the slots). `src` is `BUSY` before `dst` is `LIVE`, so at most
+    /// one live entry has the key at any time; a reader that looks while
+    /// the entry moves misses and takes the slow path, which waits for this
+    /// lock. `false` (and nothing changed) if `src` is no longer live and
+    /// unreferenced.
+    fn relocate(&self, src: usize, dst: usize) -> bool {
+        let (Some(s), Some(d), Some(sc), Some(dc)) =
+            (self.slots.get(src), self.slots.get(dst), self.cold.get(src), self.cold.get(dst))
+        else {
+            return false;
+        };
+        let m = s.meta.load(Ordering::Acquire);
+        let md = d.meta.load(Ordering::Acquire);
+        if src == dst || state(m) != LIVE || refs(m) != 0 || state(md) != FREE {
+            return false;
+        }
+        if s.meta.compare_exchange(m, with_state(m, BUSY), Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        // Only claimers, which hold the lock, leave FREE: this cannot fail.
+        if d.meta.compare_exchange(md, with_state(md, BUSY), Ordering::Acquire, Ordering::Relaxed).is_err() {
+            // The same word again: a reader's CAS from it is still right, as
+            // nothing it could have read changed.
+            s.meta.store(m, Ordering::Release);
+            return false;
+        }
+        let generation = if generation(md) == 0 { self.seed() } else { next_generation(md) };
+        // Orders the BUSY CAS before the stores (the seqlock write side).
+        fence(Ordering::Release);
+        for (to, from) in d.key.iter().zip(&s.key) {
+            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        d.ah.store(s.ah.load(Ordering::Relaxed), Ordering::Relaxed);
+        for (to, from) in dc.l2.iter().zip(&sc.l2) {
+            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        dc.born.store(sc.born.load(Ordering::Relaxed), Ordering::Relaxed);
+        dc.gid_generation.store(sc.gid_generation.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.meta.store(rebuild(md, generation, LIVE, m & USED != 0, 0), Ordering::Release);
+        s.meta.store(rebuild(m, self::generation(m), FREE, false, 0), Ordering::Release);
+        bump(&self.counters.relocations);
+        true
     }
 
     /// The first generation of a never-used slot, drawn once per table (under
@@ -1015,6 +1247,13 @@ impl<H, const N: usize> AhTable<H, N> {
         H: Hal,
         H::Ah: AhToken,
     {
+        // No entry moves between windows while this sweep runs (claims check
+        // under the lock, and this is counted under it), so none passes it by.
+        let _sweep = Self::TWO.then(|| {
+            let _guard = self.lock();
+            self.sweeping.fetch_add(1, Ordering::AcqRel);
+            SweepGuard(&self.sweeping)
+        });
         let mut retired = 0usize;
         for (idx, (slot, cold)) in self.slots.iter().zip(&self.cold).enumerate() {
             let mut m = slot.meta.load(Ordering::Acquire);
@@ -1080,11 +1319,11 @@ where
     /// The probe of `key` (from its hash `hash` when known), as `get`.
     #[inline(always)]
     fn get_key(&self, key: &Key, hash: Option<u64>) -> Option<AhHandle<H::Ah>> {
-        let home = match hash {
-            Some(h) => key::home_of(h, Self::MASK),
-            None => key.home(Self::MASK),
+        let h = match hash {
+            Some(h) => h,
+            None => self.hash(key),
         };
-        match self.probe_from(key, home, 0) {
+        match self.probe_from(key, h, 0) {
             Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
             _ => None,
         }

@@ -50,6 +50,19 @@
 //! A session that stops making calls keeps its leases until it is dropped:
 //! drop it (or flush it) before a thread goes idle for long.
 //!
+//! # When leases do not pay
+//!
+//! A lease hit costs fewer instructions than the table's hit and no locked
+//! one, but a lease miss costs more than the table's hit (the session's own
+//! scan, giving a lease back, taking a new one): a thread with more hot
+//! peers than leases, or peers that rarely repeat, would pay twice the
+//! shared path on every completion. So every 64 lease misses a session
+//! judges: if fewer than half of its look-ups since the last judgement were
+//! lease hits, it gives every lease back and makes its next 4,096 look-ups
+//! exactly as the shared table does, then tries leases again. A thrashing
+//! session thus costs the shared path plus about 2 % (the next trial), and
+//! a session whose peers repeat keeps its leases.
+//!
 //! # Statistics
 //!
 //! Hits served from a lease are counted in the session and published to the
@@ -57,7 +70,7 @@
 //! a lease, when the lease is refilled or given back, and on flush, so a
 //! snapshot of the table's counters may lag by that much per lease.
 
-use super::key::Key;
+use super::key::{Key, alt_of, home_of};
 use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
 use super::{AhHandle, AhTable, Lookup, Probe, RawHandle, TableError, raw};
 use crate::attr::{AhAttr, AttrWords};
@@ -71,6 +84,13 @@ pub const LEASE: u32 = 64;
 
 /// After how many lease hits a session publishes them to the table's counter.
 const PUBLISH: u32 = 256;
+
+/// Lease misses after which a session judges whether its leases pay.
+const JUDGE_MISSES: u32 = 64;
+
+/// Look-ups a session whose leases did not pay makes on the shared path
+/// (with no lease) before it tries leases again.
+const BYPASS: u32 = 64 * JUDGE_MISSES;
 
 /// An empty lease's slot (no slot index reaches it: capacities are ≤ 2²⁴).
 const NO_SLOT: u32 = u32::MAX;
@@ -160,6 +180,13 @@ where
     /// The table's reclaim epoch when this session last gave its leases
     /// back (or started).
     epoch: u64,
+    /// Look-ups left on the shared path before leases are tried again (see
+    /// the module documentation, "When leases do not pay").
+    bypass: u32,
+    /// Look-ups through leases since the last judgement.
+    looked: u32,
+    /// Of those, the ones no lease served.
+    missed: u32,
     leases: [Lease; L],
 }
 
@@ -172,6 +199,7 @@ where
             .field("leases", &self.leases())
             .field("leased_refs", &self.leased_refs())
             .field("epoch", &self.epoch)
+            .field("bypass", &self.bypass)
             .finish_non_exhaustive()
     }
 }
@@ -198,7 +226,15 @@ where
     /// A session on `table` with `L` leases, creating with `hal`.
     pub fn new(table: &'t AhTable<H, N>, hal: &'t H) -> Self {
         let () = Self::CHECK;
-        Session { table, hal, epoch: table.reclaim.load(Ordering::Relaxed), leases: [Lease::EMPTY; L] }
+        Session {
+            table,
+            hal,
+            epoch: table.reclaim.load(Ordering::Relaxed),
+            bypass: 0,
+            looked: 0,
+            missed: 0,
+            leases: [Lease::EMPTY; L],
+        }
     }
 
     /// The table.
@@ -242,20 +278,21 @@ where
         (0..2).map(|w| Self::way(idx, w)).find(|&i| self.leases.get(i).is_some_and(|l| l.slot as usize == idx))
     }
 
-    /// The session's own look-up of `key` (whose window starts at `home`):
-    /// the table's window scanned with plain loads, then, where the key is,
+    /// The session's own look-up of `key` (whose hash is `h`): the table's
+    /// windows scanned with plain loads, then, where the key is,
     /// a hit from the slot's lease if the table has not asked for leases
     /// back, the lease's incarnation is still live and it has a reference
     /// left.
     #[inline(always)]
-    fn lease_hit(&mut self, key: &Key, home: usize) -> Local {
+    fn lease_hit(&mut self, key: &Key, h: u64) -> Local {
+        let home = home_of(h, AhTable::<H, N>::MASK);
         // The home slot here, the rest of the window out of line (a key is
         // in its home slot unless another key was there first); the scan
         // returns a slot index, in a register, so that the handle is built
         // in one place.
         let idx = match self.table.slots.get(home) {
             Some(slot) if AhTable::<H, N>::key_matches(slot, key) => home,
-            _ => match self.scan(key, home) {
+            _ => match self.scan(key, h) {
                 Some(idx) => idx,
                 None => return Local::Miss(None),
             },
@@ -263,12 +300,13 @@ where
         self.hit_at(idx)
     }
 
-    /// The slot of `key` in its window past the home slot (plain loads, not
-    /// proven).
+    /// The slot of `key` (hash `h`) in its windows past the home slot (plain
+    /// loads, not proven).
     #[inline(never)]
-    fn scan(&self, key: &Key, home: usize) -> Option<usize> {
-        (1..AhTable::<H, N>::WINDOW)
-            .map(|i| home.wrapping_add(i) & AhTable::<H, N>::MASK)
+    fn scan(&self, key: &Key, h: u64) -> Option<usize> {
+        let (home, alt) = (home_of(h, AhTable::<H, N>::MASK), alt_of(h, AhTable::<H, N>::MASK));
+        AhTable::<H, N>::window_slots(home, alt)
+            .skip(1)
             .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
     }
 
@@ -369,15 +407,15 @@ where
     /// returns what the probe found (a hit holds one reference for the
     /// caller either way).
     #[inline(never)]
-    fn lease_miss(&mut self, key: &Key, home: usize, seen: Option<usize>) -> Probe {
+    fn lease_miss(&mut self, key: &Key, h: u64, seen: Option<usize>) -> Probe {
         if self.table.reclaim.load(Ordering::Relaxed) != self.epoch {
             let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
         }
         let Some((idx, v)) = seen.and_then(|idx| Some((idx, self.victim(idx)?))) else {
-            return self.table.probe_from(key, home, 0);
+            return self.table.probe_from(key, h, 0);
         };
         let _ = self.give_back(v);
-        match self.table.probe_from(key, home, u64::from(LEASE)) {
+        match self.table.probe_from(key, h, u64::from(LEASE)) {
             Probe::Hit(s, g, t) if s as usize == idx => {
                 if let Some(l) = self.leases.get_mut(v) {
                     *l = Lease { slot: s, generation: g, refs: LEASE, hits: 0, used: 1 };
@@ -392,7 +430,7 @@ where
                 Probe::Hit(s, g, t)
             }
             // No room for a lease's references: a plain hit.
-            Probe::Overflow => self.table.probe_from(key, home, 0),
+            Probe::Overflow => self.table.probe_from(key, h, 0),
             p => p,
         }
     }
@@ -404,12 +442,15 @@ where
     fn lookup_miss(
         &mut self,
         key: &Key,
-        home: usize,
+        h: u64,
         seen: Option<usize>,
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        let r = match self.lease_miss(key, home, seen) {
+        if self.note_miss() {
+            return self.shared(key, h, attr, block);
+        }
+        let r = match self.lease_miss(key, h, seen) {
             Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
             Probe::Overflow => return Err(TableError::RefcountOverflow),
             p => self.table.lookup_slow(self.hal, attr, block, p),
@@ -427,6 +468,60 @@ where
             return self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss);
         }
         r
+    }
+
+    /// The shared table's look-up, with no lease.
+    #[inline(always)]
+    fn shared(&self, key: &Key, h: u64, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        match self.table.probe_from(key, h, 0) {
+            Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
+            Probe::Overflow => Err(TableError::RefcountOverflow),
+            p => self.table.lookup_slow(self.hal, attr, block, p),
+        }
+    }
+
+    /// [`shared`](Self::shared) for `words` (`key`: their canonical form,
+    /// if they have one): the attribute is built only on a miss.
+    #[inline(never)]
+    fn shared_words(
+        &self,
+        key: Option<Key>,
+        words: &AttrWords,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let Some(k) = key else { return self.table.lookup_converted(self.hal, words, block, None) };
+        match self.table.probe(&k) {
+            Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
+            Probe::Overflow => Err(TableError::RefcountOverflow),
+            p => self.table.lookup_converted(self.hal, words, block, Some(p)),
+        }
+    }
+
+    /// Counts a lease miss; every [`JUDGE_MISSES`] of them, judges whether
+    /// leases pay: when fewer than half of the look-ups since the last
+    /// judgement were lease hits, gives every lease back and makes the next
+    /// [`BYPASS`] look-ups on the shared path. Returns whether it did.
+    #[inline]
+    fn note_miss(&mut self) -> bool {
+        self.missed = self.missed.wrapping_add(1);
+        if self.missed < JUDGE_MISSES {
+            return false;
+        }
+        let hits = self.looked.saturating_sub(self.missed);
+        let pays = hits >= self.missed;
+        (self.looked, self.missed) = (0, 0);
+        if pays {
+            return false;
+        }
+        let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
+        self.bypass = BYPASS;
+        true
+    }
+
+    /// Whether this session is making its look-ups on the shared path
+    /// because its leases did not pay (see the module documentation).
+    pub fn bypassing(&self) -> bool {
+        self.bypass != 0
     }
 
     /// [`AhTable::get_or_create`] through this session (any key form:
@@ -453,9 +548,14 @@ where
         words: AttrWords,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
+        if self.bypass != 0 {
+            self.bypass = self.bypass.wrapping_sub(1);
+            return self.shared_words(key, &words, block).map_err(X::from);
+        }
+        self.looked = self.looked.wrapping_add(1);
         let mut err = None;
         let local = match key {
-            Some(k) => self.lease_hit(&k, k.home(AhTable::<H, N>::MASK)),
+            Some(k) => self.lease_hit(&k, self.table.hash(&k)),
             None => Local::Miss(None),
         };
         let (t, sg) = match local {
@@ -465,23 +565,28 @@ where
         AhTable::<H, N>::finish(t, sg, err)
     }
 
-    /// A look-up of `key` (window at `home`), then the table's slow path for
-    /// `attr` on a miss.
+    /// A look-up of `key` (hash `h`), then the table's slow path for `attr`
+    /// on a miss.
     #[inline(always)]
     pub(super) fn lookup<X: From<TableError<H::Error>>>(
         &mut self,
         key: &Key,
-        home: usize,
+        h: u64,
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
+        if self.bypass != 0 {
+            self.bypass = self.bypass.wrapping_sub(1);
+            return self.shared(key, h, attr, block).map_err(X::from);
+        }
+        self.looked = self.looked.wrapping_add(1);
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
         let mut err = None;
-        let (t, sg) = match self.lease_hit(key, home) {
+        let (t, sg) = match self.lease_hit(key, h) {
             Local::Hit(r) => r,
             Local::Miss(seen) => {
-                let r = self.lookup_miss(key, home, seen, attr, block);
+                let r = self.lookup_miss(key, h, seen, attr, block);
                 AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
             }
         };
@@ -501,7 +606,7 @@ where
         let r = key.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
             // Recomputed here so that the fast path keeps the key in registers.
             let k = Key::new(&attr);
-            self.lookup_miss(&k, k.home(AhTable::<H, N>::MASK), seen, &attr, block)
+            self.lookup_miss(&k, self.table.hash(&k), seen, &attr, block)
         });
         AhTable::<H, N>::to_raw(r.map_err(X::from), err)
     }
@@ -511,6 +616,11 @@ where
     /// [`AhTable::release`].
     #[inline(always)]
     pub fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
+        // On the shared path the session holds no lease (`note_miss` gave
+        // them all back, and only the lease path takes one).
+        if self.bypass != 0 {
+            return self.table.release(self.hal, handle);
+        }
         let idx = handle.slot as usize;
         for w in 0..2 {
             let i = Self::way(idx, w);

@@ -613,3 +613,164 @@ fn every_key_form_is_the_same_entry() {
     assert_eq!(hal.creates.load(Ordering::Relaxed), 1);
     assert_eq!(hal.live(), 1);
 }
+
+/// A peer with interface identifier `id` (a RoCE GID in `fe80::/64`).
+fn peer(id: u64) -> AhAttr {
+    let mut g = [0u8; 16];
+    g[0] = 0xfe;
+    g[1] = 0x80;
+    g[8..].copy_from_slice(&id.to_be_bytes());
+    AhAttr { grh: attr(1).grh.map(|r| GlobalRoute { dgid: Gid(g), ..r }), ..attr(1) }
+}
+
+/// Keys move between their two windows, and only unreferenced ones: every
+/// entry keeps its AH, a held handle's entry stays in its slot, and the
+/// table fills far beyond what one window per key allows.
+#[test]
+fn relocation_keeps_entries_and_never_moves_referenced_ones() {
+    const N: usize = 256;
+    let t: AhTable<Counting, N> = AhTable::with_seed(7);
+    let hal = Counting::default();
+    let n = if cfg!(miri) { 200 } else { 240 };
+    let mut held = Vec::new();
+    let mut ahs = Vec::new();
+    for i in 0..n {
+        let h = t.get_or_create(&hal, &peer(i)).unwrap();
+        ahs.push(h.ah());
+        if i % 16 == 0 {
+            held.push((i, h));
+        } else {
+            t.release(&hal, h).unwrap();
+        }
+    }
+    let st = t.stats();
+    assert_eq!((st.evictions, st.creates, st.entries), (0, n, n), "{n} of {N} slots without an eviction");
+    assert!(st.relocations > 0, "this load needs displacement: {st:?}");
+    for (i, a) in ahs.iter().enumerate() {
+        let h = t.get(&peer(i as u64)).expect("still cached");
+        assert_eq!(h.ah(), *a, "a moved entry keeps its AH");
+        assert_eq!(t.l2(&h).unwrap().map(|l| l.dmac[5]), Some(i as u8), "and its layer-2 facts");
+        t.release(&hal, h).unwrap();
+    }
+    for (i, h) in held {
+        let again = t.get(&peer(i)).unwrap();
+        assert_eq!((again.slot(), again.generation()), (h.slot(), h.generation()), "referenced entries never move");
+        t.release(&hal, again).unwrap();
+        t.release(&hal, h).unwrap();
+    }
+    assert_eq!(t.retire_all(&hal), n as usize);
+    assert_eq!((hal.live(), hal.bad.load(Ordering::Relaxed)), (0, 0));
+}
+
+/// Crafted addresses: against a table whose seed the sender knows, keys
+/// whose two windows are the victim's fill them and push the victim out
+/// (evictions at a few percent load); against another seed, the same
+/// addresses land anywhere and evict nobody.
+#[test]
+fn crafted_addresses_need_the_seed() {
+    const N: usize = 1024;
+    const KNOWN: u64 = 0x5eed;
+    let mask = N - 1;
+    let hk = HashKey::new(KNOWN);
+    let windows = |a: &AhAttr| {
+        let h = Key::new(a).hash(&hk);
+        let (x, y) = (home_of(h, mask) / 8, alt_of(h, mask) / 8);
+        (x.min(y), x.max(y))
+    };
+    // The victim, and the pair of (8-aligned) windows crafted keys aim at.
+    let victim = peer(0);
+    let target = windows(&victim);
+    let mut crafted = Vec::new();
+    let mut id = 1u64;
+    while crafted.len() < 48 {
+        let a = peer(id);
+        // Keys whose two windows both start in the victim's two
+        // 8-slot blocks: 2 × 8 × 2 × 8 slots of 2²⁰ pairs.
+        if windows(&a) == target {
+            crafted.push(a);
+        }
+        id += 1;
+    }
+    let attack = |seed: u64| {
+        let t: AhTable<Counting, N> = AhTable::with_seed(seed);
+        let hal = Counting::default();
+        let v = t.get_or_create(&hal, &victim).unwrap();
+        t.release(&hal, v).unwrap();
+        // The sender cycles through its addresses (a few rounds).
+        for a in crafted.iter().cycle().take(3 * crafted.len()) {
+            let h = t.get_or_create(&hal, a).unwrap();
+            t.release(&hal, h).unwrap();
+        }
+        let victim_cached = t.get(&victim).map(|h| t.release(&hal, h).unwrap()).is_some();
+        (t.stats().evictions, victim_cached)
+    };
+    let (evictions, victim_cached) = attack(KNOWN);
+    assert!(evictions > 0 && !victim_cached, "known seed: {evictions} evictions, victim cached: {victim_cached}");
+    for other in [KNOWN ^ 1, 0x1234_5678_9abc_def0, 0] {
+        assert_eq!(attack(other), (0, true), "unknown seed {other:#x}: the crafted keys spread");
+    }
+}
+
+/// A session whose leases do not pay (more peers than leases, in a cycle)
+/// goes to the shared path, with no lease held, and comes back to leases
+/// later; one whose peers repeat keeps them. Every look-up is counted once
+/// either way.
+#[test]
+fn a_thrashing_session_takes_the_shared_path() {
+    let t: AhTable<Counting, 256> = AhTable::new();
+    let hal = Counting::default();
+    let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
+    let mut lookups = 0u64;
+    let mut bypassed = false;
+    for round in 0..100u64 {
+        for i in 0..64 {
+            let h = s.get_or_create(&peer(i)).unwrap();
+            lookups += 1;
+            s.release(h).unwrap();
+            if s.bypassing() {
+                bypassed = true;
+                assert_eq!(s.leases(), 0, "round {round}: no lease while on the shared path");
+            }
+        }
+    }
+    assert!(bypassed, "64 peers in a cycle through 4 leases do not pay");
+    let st = t.stats();
+    assert_eq!(st.hits + st.misses + s.unpublished_hits(), lookups);
+    drop(s);
+    let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
+    for _ in 0..10_000 {
+        let h = s.get_or_create(&peer(1)).unwrap();
+        s.release(h).unwrap();
+        assert!(!s.bypassing(), "one repeated peer: leases pay");
+    }
+    drop(s);
+    assert_eq!(t.retire_all(&hal), 64);
+    assert_eq!(hal.live(), 0);
+}
+
+/// A `PreparedAttr` works with every table: with the hash it keeps when it
+/// was prepared for the table's seed, else with the table's own.
+#[test]
+fn prepared_attributes_work_with_any_seed() {
+    let hal = Counting::default();
+    let (a, b): (AhTable<Counting, 64>, AhTable<Counting, 64>) = (AhTable::new(), AhTable::with_seed(99));
+    for i in 0..40 {
+        for t in [&a, &b] {
+            let h = t.get_or_create(&hal, &peer(i)).unwrap();
+            t.release(&hal, h).unwrap();
+        }
+    }
+    for i in 0..40 {
+        let p = peer(i);
+        for (t, prepared) in
+            [(&a, PreparedAttr::new(&p)), (&a, b.prepare(&p)), (&b, PreparedAttr::new(&p)), (&b, b.prepare(&p))]
+        {
+            let h = t.get(&prepared).expect("cached, found through the prepared form");
+            let plain = t.get(&p).unwrap();
+            assert_eq!((h.ah(), h.slot()), (plain.ah(), plain.slot()));
+            t.release(&hal, h).unwrap();
+            t.release(&hal, plain).unwrap();
+        }
+    }
+    assert_eq!(a.stats().misses + b.stats().misses, 80, "no prepared look-up missed");
+}

@@ -1,0 +1,461 @@
+//! The AH table at scale (issue #15): resolve + release per completion, as a
+//! UD responder does, at 64, 10³, 10⁴, 10⁵ and 10⁶ distinct peers, with the
+//! table sized for the peers (256, 2¹², 2¹⁷, 2²⁰, 2²⁰ slots), the peers in
+//! uniform and Zipf (0.99) order, one completion at a time (`single`) and in
+//! polled batches of 16 (`batch`), through the shared table and through a
+//! `Session`.
+//!
+//! * criterion: `cargo bench -p udah-benches --bench ah_scale -- scale/`
+//!   (ns per completion; a row is `scale/<path>-<mode>-<order>/<peers>`);
+//! * instruction counts: `UDAH_AH_SCALE_ICOUNT=1 cargo bench -p udah-benches
+//!   --bench ah_scale` runs itself under `valgrind --tool=callgrind` once per
+//!   peer count and order and prints the instructions per completion of each
+//!   row (the inclusive count of its measuring function over `K` completions,
+//!   minus the same loop without the table), with the misses per completion;
+//!   `UDAH_AH_SCALE_PEERS=64,100000` restricts the peer counts;
+//! * instruction gate: `UDAH_AH_SCALE_ICOUNT_GATE=1 UDAH_AH_SCALE_PEERS=64,100000
+//!   cargo bench -p udah-benches --bench ah_scale` checks the figures at 10⁵
+//!   peers, their ratio to 64 peers, and sessions against the shared path
+//!   (the constants `GATE_*`, `FLAT`, `SESSION`);
+//! * occupancy: `UDAH_AH_SCALE_OCCUPANCY=1 cargo bench -p udah-benches
+//!   --bench ah_scale` fills tables of 2¹⁰, 2¹⁶ and 2²⁰ slots with distinct
+//!   peers (consecutive and scrambled addresses), one `get_or_create` +
+//!   `release` each, and prints the load factor at the first eviction.
+
+use core::hint::black_box;
+use core::time::Duration;
+use std::time::Instant;
+
+use criterion::Criterion;
+use udah_benches::callgrind::inclusive_ir;
+use udah_benches::scale::{BenchHal, Peers, Popularity, Spread, stream};
+use udah_core::ah::IbvWc;
+use udah_core::responder::{Config, ResolveResult, Responder};
+use udah_core::table::{AhCache, AhTable};
+use udah_core::wire::Area;
+
+/// The peer counts and the table capacity for each.
+const SIZES: [(usize, u32); 5] = [(64, 8), (1_000, 12), (10_000, 17), (100_000, 20), (1_000_000, 20)];
+
+/// Completions per polled batch.
+const BATCH: usize = 16;
+
+/// Length of a peer stream (a power of two).
+const STREAM: usize = 1 << 20;
+
+/// Completions per instruction-count run.
+const K: usize = 1 << 18;
+
+type Table<const N: usize> = AhTable<BenchHal, N>;
+
+/// What one measured loop runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Path {
+    /// The same loop without the table (subtracted from the others).
+    Loop,
+    Shared,
+    Session,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Single,
+    Batch,
+}
+
+/// The inputs of one peer count.
+struct Scale {
+    peers: Peers,
+    uniform: Vec<u32>,
+    zipf: Vec<u32>,
+}
+
+impl Scale {
+    fn new(n: usize) -> Scale {
+        Scale {
+            peers: Peers::new(n, Spread::Scrambled),
+            uniform: stream(n, Popularity::Uniform, STREAM, 0x0001),
+            zipf: stream(n, Popularity::Zipf, STREAM, 0x0002),
+        }
+    }
+
+    fn order(&self, p: Popularity) -> &[u32] {
+        match p {
+            Popularity::Uniform => &self.uniform,
+            Popularity::Zipf => &self.zipf,
+        }
+    }
+}
+
+/// A boxed, empty table (2²⁰ slots are 96 MB: built on the heap).
+fn table<const N: usize>() -> Box<Table<N>> {
+    Box::new(AhTable::new())
+}
+
+/// The core pipeline over `cache` for the peers' port (libibverbs profile,
+/// no evidence, every completion admitted: the responder's hot path).
+fn responder<C: AhCache>(cache: C, s: &Scale) -> Box<Responder<C, 256>> {
+    Box::new(Responder::from_snapshot(cache, s.peers.gids.clone(), Config::default()))
+}
+
+/// Every peer resolved and released once (the table then holds what fits).
+fn warm<const N: usize>(t: &Table<N>, hal: &BenchHal, s: &Scale) {
+    let mut r = responder(t.shared(hal), s);
+    for (wc, area) in &s.peers.cases {
+        if let Ok(h) = r.resolve(wc, area) {
+            r.release(h).unwrap();
+        }
+    }
+}
+
+/// One polled batch from `order` (completions `i..i + BATCH`) through `r`,
+/// each handle released; returns how many completions it consumed.
+#[inline(always)]
+fn batch<C: AhCache>(
+    r: &mut Responder<C, 256>,
+    out: &mut [Option<ResolveResult<C>>; BATCH],
+    s: &Scale,
+    order: &[u32],
+    i: usize,
+) -> usize {
+    let it = (i..i + BATCH).map(|j| {
+        let (wc, area) = case(s, order, j);
+        (black_box(wc), black_box(area))
+    });
+    let n = r.resolve_batch(it, out);
+    for o in out.iter_mut().take(n) {
+        let h = o.take().expect("resolve_batch wrote it").unwrap();
+        r.release(black_box(h)).unwrap();
+    }
+    n
+}
+
+#[inline(always)]
+fn case<'a>(s: &'a Scale, order: &[u32], i: usize) -> &'a (IbvWc, Area) {
+    let p = order[i & (STREAM - 1)] as usize;
+    &s.peers.cases[p]
+}
+
+/// `k` completions from `order` (starting at `from`) through `path` and
+/// `mode`, each resolved and its handle released.
+#[inline(always)]
+fn drive<const N: usize>(
+    (t, hal, s): (&Table<N>, &BenchHal, &Scale),
+    order: &[u32],
+    from: usize,
+    k: usize,
+    path: Path,
+    mode: Mode,
+) {
+    match (path, mode) {
+        (Path::Loop, _) => {
+            for i in from..from + k {
+                black_box(case(s, order, i));
+            }
+        }
+        (Path::Shared, Mode::Single) => {
+            let mut r = responder(t.shared(hal), s);
+            for i in from..from + k {
+                let (wc, area) = case(s, order, i);
+                let h = r.resolve(black_box(wc), black_box(area)).unwrap();
+                r.release(black_box(h)).unwrap();
+            }
+        }
+        (Path::Shared, Mode::Batch) => {
+            let mut r = responder(t.shared(hal), s);
+            let mut out = core::array::from_fn(|_| None);
+            let mut i = from;
+            while i < from + k {
+                i += batch(&mut r, &mut out, s, order, i);
+            }
+        }
+        (Path::Session, Mode::Single) => {
+            let mut r = responder(t.session(hal), s);
+            for i in from..from + k {
+                let (wc, area) = case(s, order, i);
+                let h = r.resolve(black_box(wc), black_box(area)).unwrap();
+                r.release(black_box(h)).unwrap();
+            }
+        }
+        (Path::Session, Mode::Batch) => {
+            let mut r = responder(t.session(hal), s);
+            let mut out = core::array::from_fn(|_| None);
+            let mut i = from;
+            while i < from + k {
+                i += batch(&mut r, &mut out, s, order, i);
+            }
+        }
+    }
+}
+
+// One out-of-line function per measured row, so that callgrind attributes
+// its instructions (inclusive) by name: one process runs one peer count.
+macro_rules! measured {
+    ($($name:ident => $path:expr, $mode:expr;)*) => {$(
+        #[inline(never)]
+        fn $name<const N: usize>(t: &Table<N>, hal: &BenchHal, s: &Scale, order: &[u32]) {
+            drive((t, hal, s), order, 0, K, $path, $mode);
+        }
+    )*};
+}
+
+measured! {
+    scale_measure_loop => Path::Loop, Mode::Single;
+    scale_measure_shared_single => Path::Shared, Mode::Single;
+    scale_measure_shared_batch => Path::Shared, Mode::Batch;
+    scale_measure_session_single => Path::Session, Mode::Single;
+    scale_measure_session_batch => Path::Session, Mode::Batch;
+}
+
+/// A measured row's function.
+type Measured<const N: usize> = fn(&Table<N>, &BenchHal, &Scale, &[u32]);
+
+const ROWS: [&str; 4] = ["shared_single", "shared_batch", "session_single", "session_batch"];
+
+/// Under callgrind (`UDAH_AH_SCALE_ICOUNT_RUN=<peers>:<order>`): one peer
+/// count, every row, with the misses of each printed to stderr.
+fn icount_run<const N: usize>(n: usize, pop: Popularity) {
+    let s = Scale::new(n);
+    let hal = BenchHal::new(None);
+    let t = table::<N>();
+    warm(&t, &hal, &s);
+    let order = s.order(pop);
+    scale_measure_loop(&t, &hal, &s, order);
+    let fs: [Measured<N>; 4] = [
+        scale_measure_shared_single,
+        scale_measure_shared_batch,
+        scale_measure_session_single,
+        scale_measure_session_batch,
+    ];
+    for (row, f) in ROWS.iter().zip(fs) {
+        let before = t.stats().misses;
+        f(&t, &hal, &s, order);
+        // (Stats outside the measured functions: callgrind counts them apart.)
+        eprintln!("misses {row} {}", t.stats().misses - before);
+    }
+}
+
+/// Runs `f::<capacity of n>(n, ..)`.
+macro_rules! dispatch {
+    ($n:expr, $f:ident ( $($arg:expr),* )) => {{
+        let n = $n;
+        let bits = SIZES.iter().find(|(p, _)| *p == n).map(|&(_, b)| b).expect("a peer count of SIZES");
+        match bits {
+            8 => $f::<{ 1 << 8 }>(n, $($arg),*),
+            12 => $f::<{ 1 << 12 }>(n, $($arg),*),
+            17 => $f::<{ 1 << 17 }>(n, $($arg),*),
+            20 => $f::<{ 1 << 20 }>(n, $($arg),*),
+            _ => unreachable!(),
+        }
+    }};
+}
+
+fn pop_name(p: Popularity) -> &'static str {
+    match p {
+        Popularity::Uniform => "uniform",
+        Popularity::Zipf => "zipf",
+    }
+}
+
+fn peer_counts() -> Vec<usize> {
+    match std::env::var("UDAH_AH_SCALE_PEERS") {
+        Ok(v) => v.split(',').map(|x| x.trim().parse().expect("peer count")).collect(),
+        Err(_) => SIZES.iter().map(|&(p, _)| p).collect(),
+    }
+}
+
+/// Runs every peer count and order under callgrind and prints the table;
+/// returns the figures, `(peers, order, [row figures])`.
+fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
+    let mut all = Vec::new();
+    let exe = std::env::current_exe().unwrap();
+    println!("instructions per completion (resolve + release), callgrind, K = {K} per row, minus the bare loop:");
+    println!(
+        "{:>9} {:>8} {:>14} {:>14} {:>15} {:>15}   misses per WC (same order)",
+        "peers", "order", ROWS[0], ROWS[1], ROWS[2], ROWS[3]
+    );
+    for n in peer_counts() {
+        for pop in [Popularity::Uniform, Popularity::Zipf] {
+            let file =
+                std::env::temp_dir().join(format!("udah-ah-scale-{}-{n}-{}.cg", std::process::id(), pop_name(pop)));
+            let out = std::process::Command::new("valgrind")
+                .args(["--tool=callgrind", "--dump-line=no", "--compress-strings=no"])
+                .arg(format!("--callgrind-out-file={}", file.display()))
+                .arg(&exe)
+                .env("UDAH_AH_SCALE_ICOUNT_RUN", format!("{n}:{}", pop_name(pop)))
+                .env_remove("UDAH_AH_SCALE_ICOUNT")
+                .output()
+                .expect("valgrind (apt-get install valgrind)");
+            assert!(out.status.success(), "callgrind run failed: {}", String::from_utf8_lossy(&out.stderr));
+            let ir = inclusive_ir(&std::fs::read_to_string(&file).unwrap());
+            let _ = std::fs::remove_file(&file);
+            let get = |row: &str| {
+                ir.iter()
+                    .filter(|(name, _)| name.contains(&format!("scale_measure_{row}")))
+                    .map(|(_, v)| *v)
+                    .max()
+                    .unwrap_or_else(|| panic!("no scale_measure_{row} in the callgrind output"))
+            };
+            let base = get("loop") as f64 / K as f64;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let misses: Vec<String> = ROWS
+                .iter()
+                .map(|row| {
+                    let m = stderr
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&format!("misses {row} ")))
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .unwrap_or(f64::NAN);
+                    format!("{:.3}", m / K as f64)
+                })
+                .collect();
+            let v: Vec<f64> = ROWS.iter().map(|r| get(r) as f64 / K as f64 - base).collect();
+            all.push((n, pop, [v[0], v[1], v[2], v[3]]));
+            println!(
+                "{n:>9} {:>8} {:>14.1} {:>14.1} {:>15.1} {:>15.1}   {}",
+                pop_name(pop),
+                v[0],
+                v[1],
+                v[2],
+                v[3],
+                misses.join(" ")
+            );
+        }
+    }
+    all
+}
+
+/// The gates of `UDAH_AH_SCALE_ICOUNT_GATE=1` (64 and 10⁵ peers, uniform):
+/// instructions per completion at 10⁵ peers through the shared table, one
+/// completion at a time and in batches; 10⁵ peers at most `FLAT` times
+/// the 64-peer cost; a session never more than `SESSION` times the shared
+/// path. Measured on 2026-12-02 (rustc 1.95.0, x86-64: 291.9 and 322.0 at
+/// 10⁵ peers, 0.98–1.01 of the 64-peer cost, sessions 1.07–1.09 of the
+/// shared path) plus about 3 %.
+const GATE_SHARED_SINGLE_1E5: f64 = 300.0;
+const GATE_SHARED_BATCH_1E5: f64 = 332.0;
+const FLAT: f64 = 1.08;
+const SESSION: f64 = 1.12;
+
+fn icount_gate() {
+    let all = icount_report();
+    let at = |n: usize| all.iter().find(|(p, pop, _)| *p == n && *pop == Popularity::Uniform).map(|r| r.2);
+    let (Some(small), Some(big)) = (at(64), at(100_000)) else {
+        panic!("the gate needs UDAH_AH_SCALE_PEERS to include 64 and 100000");
+    };
+    let mut failures = Vec::new();
+    let mut check = |what: String, v: f64, gate: f64| {
+        let ok = v <= gate;
+        println!("  {what:60} {v:8.2}  gate {gate:6.2}  {}", if ok { "ok" } else { "FAIL" });
+        if !ok {
+            failures.push(what);
+        }
+    };
+    check("shared single, 10^5 peers (instructions per WC)".into(), big[0], GATE_SHARED_SINGLE_1E5);
+    check("shared batch, 10^5 peers (instructions per WC)".into(), big[1], GATE_SHARED_BATCH_1E5);
+    for (i, row) in ROWS.iter().enumerate() {
+        check(format!("{row}: 10^5 peers / 64 peers"), big[i] / small[i], FLAT);
+    }
+    for (n, _, v) in all.iter().filter(|r| r.1 == Popularity::Uniform) {
+        check(format!("session single / shared single, {n} peers"), v[2] / v[0], SESSION);
+        check(format!("session batch / shared batch, {n} peers"), v[3] / v[1], SESSION);
+    }
+    if !failures.is_empty() {
+        std::process::exit(1);
+    }
+}
+
+/// Load factor at the first eviction: distinct peers, one `get_or_create`
+/// + `release` each, until the table evicts.
+fn occupancy<const N: usize>(spread: Spread) {
+    let hal = BenchHal::new(None);
+    let t = table::<N>();
+    let peers = Peers::new(N, spread);
+    let mut inserted = 0usize;
+    for a in &peers.attrs {
+        let h = t.get_or_create(&hal, a).unwrap();
+        t.release(&hal, h).unwrap();
+        // (The backend's count: `stats()` walked every slot before #15.)
+        if hal.destroyed() > 0 {
+            break;
+        }
+        inserted += 1;
+    }
+    let name = match spread {
+        Spread::Consecutive => "consecutive",
+        Spread::Scrambled => "scrambled",
+    };
+    println!(
+        "  {N:>8} slots, {name:>11} addresses: first eviction at load {:.1} %",
+        100.0 * inserted as f64 / N as f64
+    );
+}
+
+fn occupancy_report() {
+    println!("load factor at the first eviction (distinct peers, get_or_create + release each):");
+    for spread in [Spread::Consecutive, Spread::Scrambled] {
+        occupancy::<{ 1 << 10 }>(spread);
+        occupancy::<{ 1 << 16 }>(spread);
+        occupancy::<{ 1 << 20 }>(spread);
+    }
+}
+
+/// The criterion rows of one peer count.
+fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
+    let s = Scale::new(n);
+    let hal = BenchHal::new(None);
+    let t = table::<N>();
+    warm(&t, &hal, &s);
+    let mut g = c.benchmark_group("scale");
+    g.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
+    for pop in [Popularity::Uniform, Popularity::Zipf] {
+        let order = s.order(pop);
+        for (path, pname) in [(Path::Shared, "shared"), (Path::Session, "session")] {
+            for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
+                let id = format!("{pname}-{mname}-{}", pop_name(pop));
+                let mut from = 0usize;
+                g.bench_function(criterion::BenchmarkId::new(id, n), |b| {
+                    b.iter_custom(|iters| {
+                        let k = iters as usize;
+                        let t0 = Instant::now();
+                        drive((&t, &hal, &s), order, from, k, path, mode);
+                        let d = t0.elapsed();
+                        from = from.wrapping_add(k);
+                        d
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+fn main() {
+    // The tables are built on the heap, but a 2²⁰-slot table passes through
+    // `AhTable::new()`'s return value: give it room in unoptimised builds.
+    std::thread::Builder::new().stack_size(512 << 20).spawn(real_main).unwrap().join().unwrap();
+}
+
+fn real_main() {
+    if let Ok(spec) = std::env::var("UDAH_AH_SCALE_ICOUNT_RUN") {
+        let (n, pop) = spec.split_once(':').expect("peers:order");
+        let n: usize = n.parse().expect("peers");
+        let pop = if pop == "zipf" { Popularity::Zipf } else { Popularity::Uniform };
+        return dispatch!(n, icount_run(pop));
+    }
+    if std::env::var_os("UDAH_AH_SCALE_ICOUNT_GATE").is_some() {
+        return icount_gate();
+    }
+    if std::env::var_os("UDAH_AH_SCALE_ICOUNT").is_some() {
+        icount_report();
+        return;
+    }
+    if std::env::var_os("UDAH_AH_SCALE_OCCUPANCY").is_some() {
+        return occupancy_report();
+    }
+    let mut c = Criterion::default().configure_from_args().output_directory(&udah_benches::report::criterion_dir());
+    for n in peer_counts() {
+        dispatch!(n, bench_scale(&mut c));
+    }
+    c.final_summary();
+}
