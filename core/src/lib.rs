@@ -129,6 +129,10 @@ extern crate std;
 pub mod ah;
 pub mod attr;
 pub mod error;
+/// Fuzzing entry points and the reference model: only with the private
+/// `fuzzing` feature, which is not part of the public contract (fuzz/ and
+/// the tests that replay its corpora enable it).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gid_table;

@@ -447,9 +447,13 @@ pub struct Responder<C: AhCache, const G: usize> {
     /// The snapshot [`refresh`](Self::refresh) fills, then swaps in.
     spare: GidTable<G>,
     config: Config,
-    /// The libibverbs profile without evidence and with an open admission
-    /// policy: the common case, whose whole pipeline is inlined.
-    fast: bool,
+    /// The snapshot's port (it never changes: [`refresh`](Self::refresh)
+    /// keeps it) when the configuration is the libibverbs profile without
+    /// evidence and with an open admission policy: the common case, whose
+    /// whole pipeline is inlined. `None` otherwise, for port 0 (which the
+    /// general path refuses) and while the snapshot holds a multicast GID
+    /// (which the hot path does not handle; recomputed with each snapshot).
+    fast: Option<PortNum>,
     refused: RefusalCounts,
     resnapshots: u64,
     retired: u64,
@@ -472,20 +476,13 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// generation differs from the snapshot's.
     pub fn from_snapshot(cache: C, gids: GidTable<G>, config: Config) -> Responder<C, G> {
         let spare = GidTable::new(gids.port_num(), gids.link_layer(), 0);
-        Responder {
-            gids,
-            spare,
-            config,
-            fast: Self::is_fast(&config),
-            refused: RefusalCounts::default(),
-            resnapshots: 0,
-            retired: 0,
-            cache,
-        }
+        let fast = Self::fast_port(&config, &gids);
+        Responder { gids, spare, config, fast, refused: RefusalCounts::default(), resnapshots: 0, retired: 0, cache }
     }
 
-    fn is_fast(c: &Config) -> bool {
-        c.profile == Profile::Libibverbs && c.evidence == EvidenceSource::None && c.admission.is_open()
+    fn fast_port(c: &Config, gids: &GidTable<G>) -> Option<PortNum> {
+        let fast = c.profile == Profile::Libibverbs && c.evidence == EvidenceSource::None && c.admission.is_open();
+        PortNum::new(gids.port_num()).filter(|_| fast && !gids.holds_multicast())
     }
 
     /// The current GID snapshot.
@@ -507,7 +504,7 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// Replaces the admission policy (the AHs already created stay).
     pub fn set_admission(&mut self, admission: Admission) {
         self.config.admission = admission;
-        self.fast = Self::is_fast(&self.config);
+        self.fast = Self::fast_port(&self.config, &self.gids);
     }
 
     /// The cache.
@@ -584,8 +581,8 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// it back with [`release`](Self::release).
     #[inline(always)]
     pub fn resolve<W: Completion + ?Sized>(&mut self, wc: &W, area: &Area) -> ResolveResult<C> {
-        if self.fast
-            && let Some(words) = libibverbs::words_hot(&self.gids, wc.ibv(), area)
+        if let Some(port) = self.fast
+            && let Some(words) = libibverbs::words_hot(&self.gids, port, wc.ibv(), area)
         {
             // The common case in one piece: the libibverbs profile's hot
             // path, then the cache (admission is open).
@@ -658,6 +655,7 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
         self.cache.backend().snapshot_gids(port, &mut self.spare)?;
         let retired = self.cache.retire_gid_change(&self.gids, &self.spare);
         core::mem::swap(&mut self.gids, &mut self.spare);
+        self.fast = Self::fast_port(&self.config, &self.gids);
         self.resnapshots = self.resnapshots.saturating_add(1);
         self.retired = self.retired.saturating_add(retired as u64);
         Ok(Refreshed::Resnapshot { retired })
@@ -965,5 +963,43 @@ mod tests {
         // A failed snapshot keeps the current one.
         let other = Responder::<_, 8>::new(t.shared(&hal), PortNum::new(2).unwrap(), Config::default());
         assert_eq!(other.map(|_| ()), Err(ErrorKind::NotFound));
+    }
+
+    /// The hot path handles no multicast GID in the snapshot: while one is
+    /// there (and only then, across refreshes) the responder answers through
+    /// the general path, which refuses a multicast destination as
+    /// libibverbs does, and still resolves every other packet.
+    #[test]
+    fn a_snapshot_with_a_multicast_gid_takes_the_general_path() {
+        let hal = roce_port();
+        let t = T8::new();
+        let mut r: Responder<_, 8> =
+            Responder::new(t.session(&hal), PortNum::new(1).unwrap(), Config::default()).unwrap();
+        assert!(r.fast.is_some());
+        let mcast = Gid([0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let mut to_mcast = [0u8; 40];
+        GrhRepr {
+            sgid: Gid([0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]),
+            dgid: mcast,
+            hop_limit: 1,
+            next_header: 17,
+            ..GrhRepr::default()
+        }
+        .emit(&mut to_mcast);
+        let unicast = v4_area([192, 168, 1, 20]);
+        hal.set(6, GidEntry::new(mcast, GidType::RoceV2));
+        assert!(matches!(r.refresh(), Ok(Refreshed::Resnapshot { .. })));
+        assert!(r.gids().holds_multicast() && r.fast.is_none());
+        let refused = r.resolve(&wc(), &to_mcast).map(|h| h.ah());
+        assert_eq!(refused, Err(ResolveError::Profile(r.words(&wc(), &to_mcast).unwrap_err())));
+        let h = r.resolve(&wc(), &unicast).unwrap();
+        assert_eq!(r.words(&wc(), &unicast).unwrap().dgid(), Some(Gid::from_ipv4([192, 168, 1, 20])));
+        r.release(h).unwrap();
+        hal.gids.lock().unwrap().clear(6);
+        hal.set(7, GidEntry::new(Gid::from_ipv4([10, 9, 9, 9]), GidType::RoceV2));
+        assert!(matches!(r.refresh(), Ok(Refreshed::Resnapshot { .. })));
+        assert!(r.fast.is_some());
+        let h = r.resolve(&wc(), &unicast).unwrap();
+        r.release(h).unwrap();
     }
 }

@@ -46,7 +46,7 @@ use core::hint::select_unpredictable;
 
 use super::attr::{IbvAhAttr, IbvGlobalRoute};
 use super::wc::{IBV_WC_GRH, IbvWc};
-use crate::attr::{self, AttrWords, CanonicalWords, word2, word3};
+use crate::attr::{self, AttrWords, CanonicalWords, PortNum, word2, word3};
 use crate::error::IbvError;
 use crate::gid_table::GidTable;
 use crate::wire::{Area, Detection, Evidence, Gid, detect, grh, ipv4};
@@ -384,12 +384,9 @@ fn hot<const N: usize>(table: &GidTable<N>, port_num: u8, wc: IbvWc, area: &Area
     if wc.wc_flags & IBV_WC_GRH == 0 {
         return Some(no_grh_words(port_num, &wc, area));
     }
-    // A table holding a multicast GID could match a multicast destination,
-    // which libibverbs refuses before it searches: the plain path then.
-    // Real ports have none, and the answer depends on the table alone.
-    if table.holds_multicast() {
-        return None;
-    }
+    // (A table holding a multicast GID could match a multicast
+    // destination, which libibverbs refuses before it searches: the caller
+    // of `words_hot` takes the plain path for such a table.)
     let r = route(area);
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let index = found?;
@@ -397,18 +394,29 @@ fn hot<const N: usize>(table: &GidTable<N>, port_num: u8, wc: IbvWc, area: &Area
 }
 
 /// [`words`] when it is the hot path's (no evidence) and its words are
-/// canonical, which the hot path proves with two tests (SL ≤ 15, port ≥ 1;
-/// every other field is canonical by construction, and word 2 is dropped
-/// without a GRH, as the canonical form does): `None` for everything else (a
-/// failure, a zero-GID search, a table holding a multicast GID, an SL above
-/// 15), which [`words`] then decides. An `Option` merges with the cold case
-/// in registers, where a `Result` carrying the failure would go through
-/// memory.
+/// canonical, which the hot path proves with one test (SL ≤ 15; the port is
+/// `port`, the table's, nonzero by its type; every other field is canonical
+/// by construction, and word 2 is dropped without a GRH, as the canonical
+/// form does): `None` for everything else (a failure, a zero-GID search, a
+/// table holding a multicast GID, an SL above 15), which [`words`] then
+/// decides. An `Option` merges with the cold case in registers, where a
+/// `Result` carrying the failure would go through memory.
+///
+/// Only for a `table` that holds no multicast GID (real ports have none; the
+/// answer depends on the table alone, so the caller checks it once per
+/// snapshot, as the responder does, rather than once per completion; the
+/// port comes as a [`PortNum`] for the same reason).
 #[inline(always)]
-pub(crate) fn words_hot<const N: usize>(table: &GidTable<N>, wc: IbvWc, area: &Area) -> Option<CanonicalWords> {
-    let port = table.port_num();
-    match hot(table, port, wc, area) {
-        Some([w0, w1, w2, w3]) if (wc.sl <= 15) & (port != 0) => {
+pub(crate) fn words_hot<const N: usize>(
+    table: &GidTable<N>,
+    port: PortNum,
+    wc: IbvWc,
+    area: &Area,
+) -> Option<CanonicalWords> {
+    debug_assert_eq!(port.get(), table.port_num());
+    debug_assert!(!table.holds_multicast());
+    match hot(table, port.get(), wc, area) {
+        Some([w0, w1, w2, w3]) if wc.sl <= 15 => {
             let global = w3 >> attr::w3::IS_GLOBAL & 1;
             Some(CanonicalWords::proven([w0, w1, w2 & global.wrapping_neg(), w3]))
         }

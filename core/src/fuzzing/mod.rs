@@ -1,9 +1,12 @@
 //! Fuzzing entry points and the reference model they check against.
 //!
-//! Not part of the public API (hence `#[doc(hidden)]`): the fuzz targets in
-//! `fuzz/fuzz_targets/` are one-line calls into the `fuzz_*` functions here
-//! (the rustls `internal::fuzzing` pattern), and `core/tests/corpus_replay.rs`
-//! runs the same functions over the checked-in seeds on stable.
+//! Not part of the public API: compiled only with the private `fuzzing`
+//! feature (off by default, no semver promise) and `#[doc(hidden)]`. The
+//! fuzz targets in `fuzz/fuzz_targets/` (whose crate enables the feature)
+//! are one-line calls into the `fuzz_*` functions here (the rustls
+//! `internal::fuzzing` pattern), and `core/tests/corpus_replay.rs` (through
+//! udah-core's dev-dependency on itself with the feature) runs the same
+//! functions over the checked-in seeds on stable.
 //!
 //! Each entry point decodes its input with a tiny [`Cursor`] (reads past the
 //! end yield zero bytes, so every input, including the empty one, is a valid
