@@ -71,6 +71,15 @@ pub(crate) const DEFAULT_QKEY_HEX: &str = "0x11111111";
 pub(crate) const DEFAULT_QKEY: u32 = 0x1111_1111;
 /// Exit code of a command-line mistake found before anything runs.
 pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code of `serve --hal ibverbs` when the device went away under it
+/// (`IBV_EVENT_DEVICE_FATAL`, or its uverbs node unregistered): it printed
+/// `udah serve: device D removed (...)` and its final statistics, and
+/// destroyed every AH before closing the device.
+pub(crate) const EXIT_DEVICE_LOST: u8 = 3;
+/// Exit code of `serve --hal ibverbs` when its QP or a CQ failed (a fatal
+/// QP/CQ event, or flushed completions: the QP is in the error state); it
+/// printed the reason and its final statistics, AHs destroyed as above.
+pub(crate) const EXIT_QUEUE_FAULT: u8 = 4;
 
 /// GID-table snapshot capacity.
 #[cfg(any(feature = "ibverbs", test))]
@@ -493,6 +502,16 @@ where
     pub(crate) fn release(&self, hal: &H, h: AhHandle<H::Ah>) {
         // A stale handle can only come from a bug here; nothing to do then.
         let _ = self.table.release(hal, h);
+    }
+
+    /// The end of serving: gives back the handles still held (replies in
+    /// flight), then retires every AH in the table, so that none is left
+    /// when the device is closed. Returns how many entries were retired.
+    pub(crate) fn shutdown(&self, hal: &H, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize {
+        for h in held {
+            self.release(hal, h);
+        }
+        self.table.retire_all(hal)
     }
 }
 
@@ -954,10 +973,22 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
+    let mut fault: Option<(String, u8)> = None;
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
+        // The listener polls the async fd (100 ms timeout) and checks the
+        // device is still registered, traffic or not; this is one atomic
+        // load until it has seen something.
+        if let Some(f) = vp.hal.fault() {
+            let code = if f.is_device_lost() { EXIT_DEVICE_LOST } else { EXIT_QUEUE_FAULT };
+            fault = Some((format!("device {} {f}", vp.hal.device()), code));
+            break;
+        }
         wcs.clear();
         vp.send_cq.poll(&mut wcs)?;
         for wc in &wcs {
+            if wc.status == WcStatus::WrFlushErr && fault.is_none() {
+                fault = Some((qp_error_line(&vp, "send", wc), EXIT_QUEUE_FAULT));
+            }
             if wc.status != WcStatus::Success {
                 st.send_errors += 1;
             }
@@ -974,6 +1005,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         }
         for wc in core::mem::take(&mut wcs) {
             let i = wc.wr_id as usize;
+            if wc.status == WcStatus::WrFlushErr {
+                // The QP is in the error state: every receive comes back
+                // flushed, and reposting would spin.
+                st.failed_wc += 1;
+                if fault.is_none() {
+                    fault = Some((qp_error_line(&vp, "receive", &wc), EXIT_QUEUE_FAULT));
+                }
+                continue;
+            }
             if wc.status != WcStatus::Success || wc.opcode != WcOpcode::Recv {
                 st.failed_wc += 1;
                 eprintln!("udah: receive completion {}: {}", wc.wr_id, wc.status);
@@ -1019,17 +1059,29 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 }
             }
         }
+        if fault.is_some() {
+            break;
+        }
         if args.stats_interval > 0 && last.elapsed() >= Duration::from_secs(args.stats_interval) {
             last = Instant::now();
             print_stats(&st, &engine, &vp.hal, start.elapsed());
         }
     }
-    if stop.load(Ordering::Relaxed) {
+    if let Some((line, _)) = &fault {
+        eprintln!("udah serve: {line}; stopping");
+    } else if stop.load(Ordering::Relaxed) {
         println!("stopped by a signal");
     }
     print_stats(&st, &engine, &vp.hal, start.elapsed());
-    for h in in_flight.into_iter().flatten() {
-        engine.release(&vp.hal, h);
+    let retired = engine.shutdown(&vp.hal, in_flight.into_iter().flatten());
+    let live = vp.hal.stats().live_ahs;
+    if fault.is_some() || live != 0 {
+        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", vp.hal.device());
+    }
+    if let Some((_, code)) = fault {
+        // `vp` (QP, CQs, MRs, the backend's PD and context) drops on return,
+        // after every AH is gone.
+        return Ok(ExitCode::from(code));
     }
     if let Some(p) = peer {
         println!("ud-pingpong: {} request(s) from QPs other than the exchanged QPN {:#x}", st.other_senders, p.qpn);
@@ -1040,6 +1092,20 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         failed += c.mismatches;
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `udah serve: ...` text for a flushed completion: the QP is in the error
+/// state.
+#[cfg(feature = "ibverbs")]
+fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
+    format!(
+        "QP {:#x} on device {} is in the error state ({queue} completion {}: {}, vendor error {:#x})",
+        vp.qp.qp_num(),
+        vp.hal.device(),
+        wc.wr_id,
+        wc.status,
+        wc.vendor_err
+    )
 }
 
 #[cfg(feature = "ibverbs")]
