@@ -1182,6 +1182,18 @@ impl UdQp {
         self.modify(&mut a, m::IBV_QP_STATE | m::IBV_QP_SQ_PSN, port)
     }
 
+    /// Moves the QP to the error state (`ibv_modify_qp` to `IBV_QPS_ERR`):
+    /// the provider flushes its posted work requests (completions with
+    /// [`WcStatus::WrFlushErr`](crate::WcStatus::WrFlushErr)), as after a
+    /// failure it detects itself. For fault tests (`udah serve
+    /// --fault-qp-after`).
+    pub fn to_error(&self, port: u8) -> Result<(), VerbsError> {
+        // SAFETY: as in `to_rts`: all-zero is a valid `ibv_qp_attr`.
+        let mut a: ibv_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = sys::ibv_qp_state::IBV_QPS_ERR;
+        self.modify(&mut a, sys::ibv_qp_attr_mask::IBV_QP_STATE, port)
+    }
+
     /// Posts one receive into `seg` (a UD receive needs 40 bytes in front
     /// of the payload for the GRH area).
     pub fn post_recv(&self, seg: Segment<'_>, wr_id: u64) -> Result<(), VerbsError> {

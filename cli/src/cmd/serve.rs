@@ -143,6 +143,11 @@ pub(crate) struct Args {
     /// exchanged address (ibverbs).
     #[arg(long)]
     ud_pingpong: bool,
+    /// Fault test: after answering this many requests, move the QP to the
+    /// error state (`ibv_modify_qp` to `IBV_QPS_ERR`); serve then sees its
+    /// work requests flushed, reports the QP error and exits 4 (ibverbs).
+    #[arg(long, value_name = "N")]
+    fault_qp_after: Option<u64>,
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
@@ -162,6 +167,7 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.gid_index.is_some(), "--gid-index"),
             (args.check_libibverbs, "--check-libibverbs"),
             (args.ud_pingpong, "--ud-pingpong"),
+            (args.fault_qp_after.is_some(), "--fault-qp-after"),
         ] {
             if set {
                 return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
@@ -974,7 +980,13 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
     let mut fault: Option<(String, u8)> = None;
+    let mut injected = false;
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
+        if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
+            injected = true;
+            vp.qp.to_error(args.port)?;
+            println!("fault test: QP {:#x} moved to the error state after {} answer(s)", vp.qp.qp_num(), st.answered);
+        }
         // The listener polls the async fd (100 ms timeout) and checks the
         // device is still registered, traffic or not; this is one atomic
         // load until it has seen something.
