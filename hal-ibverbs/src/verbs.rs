@@ -1184,7 +1184,7 @@ impl UdQp {
 
     /// Moves the QP to the error state (`ibv_modify_qp` to `IBV_QPS_ERR`):
     /// the provider flushes its posted work requests (completions with
-    /// [`WcStatus::WrFlushErr`](crate::WcStatus::WrFlushErr)), as after a
+    /// [`WcStatus::WrFlushErr`]), as after a
     /// failure it detects itself. For fault tests (`udah serve
     /// --fault-qp-after`).
     pub fn to_error(&self, port: u8) -> Result<(), VerbsError> {

@@ -1254,6 +1254,28 @@ mod tests {
         }
     }
 
+    /// The fault/exit path: handles still in flight are given back and
+    /// every AH in the table is destroyed, so none is left when the device
+    /// is closed.
+    #[test]
+    fn engine_shutdown_destroys_every_ah() {
+        let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
+        let mut e = Engine::new(&hal, 1, None).unwrap();
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
+        let idle = e.reply_ah(&hal, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
+        e.release(&hal, idle);
+        let held: Vec<_> = [[10, 0, 0, 10], [10, 0, 0, 11]]
+            .map(|src| e.reply_ah(&hal, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
+            .into();
+        assert_eq!((hal.creates.get(), hal.destroys.get()), (3, 0));
+        assert_eq!(e.shutdown(&hal, held), 3);
+        assert_eq!(hal.destroys.get(), 3, "every AH destroyed");
+        assert_eq!(e.table().stats().live, 0);
+        // Nothing left to retire a second time.
+        assert_eq!(e.shutdown(&hal, Vec::new()), 0);
+        assert_eq!(hal.destroys.get(), 3);
+    }
+
     #[test]
     fn numbers() {
         assert_eq!(parse_u32(DEFAULT_QKEY_HEX), Ok(DEFAULT_QKEY));
