@@ -290,6 +290,24 @@ impl EventType {
         )
     }
 
+    /// Whether the event leaves the device, or one of its queues, unusable
+    /// until it is rebuilt: `DEVICE_FATAL` (the device failed or is being
+    /// removed), `QP_FATAL`, `QP_REQ_ERR`, `QP_ACCESS_ERR` (the QP went to
+    /// the error state), `CQ_ERR` (a CQ overran), `WQ_FATAL`, `SRQ_ERR`. A
+    /// `PORT_ERR` is not fatal: the port may come back (`PORT_ACTIVE`).
+    pub fn is_fatal(self) -> bool {
+        matches!(
+            self,
+            EventType::DeviceFatal
+                | EventType::QpFatal
+                | EventType::QpReqErr
+                | EventType::QpAccessErr
+                | EventType::CqErr
+                | EventType::WqFatal
+                | EventType::SrqErr
+        )
+    }
+
     /// Whether AHs built against the port's GID table or addresses may now be
     /// stale: the GID table changed, the port went up or down (a RoCE port
     /// that comes back may have new addresses), or the LID or SM changed.
@@ -351,5 +369,11 @@ mod tests {
         assert!(PortState::ActiveDefer.is_active() && !PortState::Down.is_active());
         assert!(EventType::GidChange.invalidates_gids() && EventType::GidChange.is_port_event());
         assert!(!EventType::CqErr.invalidates_gids() && !EventType::QpFatal.is_port_event());
+        for fatal in [1, 2, 3, 0, 8, 19, 14] {
+            assert!(EventType::from(fatal).is_fatal(), "{}", EventType::from(fatal));
+        }
+        for benign in [4, 5, 9, 10, 11, 15, 16, 18, 20, 99] {
+            assert!(!EventType::from(benign).is_fatal(), "{}", EventType::from(benign));
+        }
     }
 }

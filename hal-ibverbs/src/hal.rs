@@ -60,9 +60,54 @@ struct Shared {
     events: AtomicU64,
     refreshes: AtomicU64,
     listener_errors: AtomicU64,
+    /// The first fault seen ([`IbverbsHal::fault`]).
+    fault: Mutex<Option<DeviceFault>>,
+    /// Whether `fault` is set (read without the lock on every poll).
+    faulted: AtomicBool,
+}
+
+/// Why a device (or a queue on it) can no longer be used, as the event
+/// listener saw it ([`IbverbsHal::fault`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceFault {
+    /// A fatal asynchronous event ([`EventType::is_fatal`]).
+    Event(EventType),
+    /// The device was unregistered: its uverbs node (this path) is gone
+    /// ([`Context::is_registered`]), and no `IBV_EVENT_DEVICE_FATAL` came (a
+    /// driver that cannot disassociate a context, like rxe, waits for it to
+    /// be closed instead).
+    Unregistered(String),
+}
+
+impl DeviceFault {
+    /// Whether the device itself is gone (rather than one of its queues).
+    pub fn is_device_lost(&self) -> bool {
+        matches!(self, DeviceFault::Unregistered(_) | DeviceFault::Event(EventType::DeviceFatal))
+    }
+}
+
+impl core::fmt::Display for DeviceFault {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DeviceFault::Event(EventType::DeviceFatal) => f.write_str("removed (IBV_EVENT_DEVICE_FATAL)"),
+            DeviceFault::Event(e) => write!(f, "fatal asynchronous event IBV_EVENT_{e}"),
+            DeviceFault::Unregistered(p) => {
+                write!(f, "removed (its uverbs node {p} is gone; the driver sends no IBV_EVENT_DEVICE_FATAL)")
+            }
+        }
+    }
 }
 
 impl Shared {
+    fn set_fault(&self, fault: DeviceFault) {
+        let mut f = lock(&self.fault);
+        if f.is_none() {
+            *f = Some(fault);
+            self.faulted.store(true, Ordering::Release);
+        }
+    }
+
     fn cache(&self, port: u8) -> Result<&PortCache, VerbsError> {
         self.ports.iter().find(|c| c.port == port).ok_or_else(|| VerbsError::PortNotFound {
             device: self.ctx.name().to_owned(),
@@ -91,6 +136,9 @@ impl Shared {
 
     fn on_event(&self, ev: EventType, port: Option<u8>) {
         self.events.fetch_add(1, Ordering::Relaxed);
+        if ev.is_fatal() {
+            self.set_fault(DeviceFault::Event(ev));
+        }
         if !ev.invalidates_gids() {
             return;
         }
@@ -273,6 +321,8 @@ impl IbverbsHal {
             events: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
             listener_errors: AtomicU64::new(0),
+            fault: Mutex::new(None),
+            faulted: AtomicBool::new(false),
         });
         Ok(IbverbsHal { shared, pd, ahs: AhSlots::new(slots), listener: Mutex::new(None) })
     }
@@ -281,10 +331,23 @@ impl IbverbsHal {
     /// application that reads the context's events itself (a borrowed
     /// context): a GID change, or a port, LID or SM event, re-reads the
     /// port's GID table (every port when `port` is `None`) and bumps its
-    /// generation; other events are only counted. A failed re-read is
-    /// counted in [`HalStats::listener_errors`].
+    /// generation; a fatal one ([`EventType::is_fatal`]) is kept as the
+    /// [`fault`](Self::fault); other events are only counted. A failed
+    /// re-read is counted in [`HalStats::listener_errors`].
     pub fn handle_async_event(&self, event: EventType, port: Option<u8>) {
         self.shared.on_event(event, port);
+    }
+
+    /// The first fault the listener saw (a fatal event, or the device
+    /// unregistered), if any: the device's queues, or the device itself
+    /// ([`DeviceFault::is_device_lost`]), are unusable, and the application
+    /// should destroy what it made on it (its AHs first) and close it.
+    /// One atomic load while there is none.
+    pub fn fault(&self) -> Option<DeviceFault> {
+        if !self.shared.faulted.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.shared.fault).clone()
     }
 
     /// The device name.
@@ -341,7 +404,10 @@ impl IbverbsHal {
     }
 
     /// Starts the asynchronous-event listener thread (idempotent). It stops
-    /// when the backend is dropped.
+    /// when the backend is dropped. Besides the events it checks, whenever
+    /// 100 ms pass without one, that the device is still registered
+    /// ([`Context::is_registered`]); a fatal event or an unregistered device
+    /// becomes the [`fault`](Self::fault).
     pub fn start_event_listener(&self) -> Result<(), VerbsError> {
         let mut l = lock(&self.listener);
         if l.is_some() {
@@ -355,7 +421,12 @@ impl IbverbsHal {
                 while !flag.load(Ordering::Acquire) {
                     match shared.ctx.wait_async_event(100) {
                         Ok(Some(ev)) => shared.on_event(ev.event_type, ev.port),
-                        Ok(None) => {}
+                        Ok(None) => {
+                            // No event for 100 ms: is the device still there?
+                            if !shared.ctx.is_registered() {
+                                shared.set_fault(DeviceFault::Unregistered(shared.ctx.uverbs_path()));
+                            }
+                        }
                         Err(_) => {
                             shared.listener_errors.fetch_add(1, Ordering::Relaxed);
                             std::thread::sleep(Duration::from_millis(100));

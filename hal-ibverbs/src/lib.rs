@@ -71,7 +71,7 @@ pub mod verbs;
 pub use enums::{EventType, GidKind, Mtu, PortLinkLayer, PortState, WcOpcode, WcStatus};
 pub use error::{Op, VerbFailure, VerbsError, kernel_has_rdma};
 pub use gid::{GidInfo, GidSource, PortGids};
-pub use hal::{HalStats, IbverbsHal, MAX_AH_SLOTS, VerbsAh};
+pub use hal::{DeviceFault, HalStats, IbverbsHal, MAX_AH_SLOTS, VerbsAh};
 pub use verbs::{
     AddressHandle, AsyncEvent, Context, Cq, Device, DeviceAttr, DeviceList, GidRecord, Mr, Pd, PortAttr, QpCaps,
     Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,

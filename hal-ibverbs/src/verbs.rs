@@ -393,6 +393,41 @@ impl Context {
         &self.0.name
     }
 
+    /// The device's uverbs sysfs directory (`/sys/class/infiniband_verbs/uverbsN`,
+    /// the `dev_path` of its `ibv_device`); empty when libibverbs did not say.
+    pub fn uverbs_path(&self) -> String {
+        // SAFETY: the context is open; its `device` field is the device it
+        // was opened from, alive while the context is.
+        let dev = unsafe { (*self.ptr()).device };
+        if dev.is_null() {
+            return String::new();
+        }
+        // SAFETY: `dev` is live (above); `dev_path` is a char array inside
+        // it, read as bytes up to its first NUL (or its end).
+        let raw = unsafe { &(*dev).dev_path };
+        let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Whether the device is still registered with the kernel's uverbs: its
+    /// [`uverbs_path`](Self::uverbs_path) still names this device (`ibdev`).
+    /// The kernel removes that node first when the device is unregistered
+    /// (`rdma link delete`, a driver unload); a driver that cannot
+    /// disassociate an open context (rxe) then waits for the context to be
+    /// closed and sends no `IBV_EVENT_DEVICE_FATAL`, so this is how such a
+    /// removal is seen. `true` when it cannot tell (no path, or an error
+    /// other than "not found").
+    pub fn is_registered(&self) -> bool {
+        let path = self.uverbs_path();
+        if path.is_empty() {
+            return true;
+        }
+        match std::fs::read_to_string(format!("{path}/ibdev")) {
+            Ok(name) => name.trim_end() == self.name(),
+            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+        }
+    }
+
     /// `ibv_query_device`.
     pub fn query_device(&self) -> Result<DeviceAttr, VerbsError> {
         // SAFETY: `ibv_device_attr` is plain integers and char arrays, for
@@ -1145,6 +1180,18 @@ impl UdQp {
         a.qp_state = s::IBV_QPS_RTS;
         a.sq_psn = 0;
         self.modify(&mut a, m::IBV_QP_STATE | m::IBV_QP_SQ_PSN, port)
+    }
+
+    /// Moves the QP to the error state (`ibv_modify_qp` to `IBV_QPS_ERR`):
+    /// the provider flushes its posted work requests (completions with
+    /// [`WcStatus::WrFlushErr`]), as after a
+    /// failure it detects itself. For fault tests (`udah serve
+    /// --fault-qp-after`).
+    pub fn to_error(&self, port: u8) -> Result<(), VerbsError> {
+        // SAFETY: as in `to_rts`: all-zero is a valid `ibv_qp_attr`.
+        let mut a: ibv_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = sys::ibv_qp_state::IBV_QPS_ERR;
+        self.modify(&mut a, sys::ibv_qp_attr_mask::IBV_QP_STATE, port)
     }
 
     /// Posts one receive into `seg` (a UD receive needs 40 bytes in front

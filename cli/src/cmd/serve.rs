@@ -70,6 +70,15 @@ pub(crate) const DEFAULT_QKEY_HEX: &str = "0x11111111";
 pub(crate) const DEFAULT_QKEY: u32 = 0x1111_1111;
 /// Exit code of a command-line mistake found before anything runs.
 pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code of `serve --hal ibverbs` when the device went away under it
+/// (`IBV_EVENT_DEVICE_FATAL`, or its uverbs node unregistered): it printed
+/// `udah serve: device D removed (...)` and its final statistics, and
+/// destroyed every AH before closing the device.
+pub(crate) const EXIT_DEVICE_LOST: u8 = 3;
+/// Exit code of `serve --hal ibverbs` when its QP or a CQ failed (a fatal
+/// QP/CQ event, or flushed completions: the QP is in the error state); it
+/// printed the reason and its final statistics, AHs destroyed as above.
+pub(crate) const EXIT_QUEUE_FAULT: u8 = 4;
 
 /// GID-table snapshot capacity.
 #[cfg(any(feature = "ibverbs", test))]
@@ -133,6 +142,11 @@ pub(crate) struct Args {
     /// exchanged address (ibverbs).
     #[arg(long)]
     ud_pingpong: bool,
+    /// Fault test: after answering this many requests, move the QP to the
+    /// error state (`ibv_modify_qp` to `IBV_QPS_ERR`); serve then sees its
+    /// work requests flushed, reports the QP error and exits 4 (ibverbs).
+    #[arg(long, value_name = "N")]
+    fault_qp_after: Option<u64>,
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
@@ -152,6 +166,7 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.gid_index.is_some(), "--gid-index"),
             (args.check_libibverbs, "--check-libibverbs"),
             (args.ud_pingpong, "--ud-pingpong"),
+            (args.fault_qp_after.is_some(), "--fault-qp-after"),
         ] {
             if set {
                 return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
@@ -475,6 +490,16 @@ where
     pub(crate) fn release(&self, hal: &H, h: AhHandle<H::Ah>) {
         // A stale handle can only come from a bug here; nothing to do then.
         let _ = self.table.release(hal, h);
+    }
+
+    /// The end of serving: gives back the handles still held (replies in
+    /// flight), then retires every AH in the table, so that none is left
+    /// when the device is closed. Returns how many entries were retired.
+    pub(crate) fn shutdown(&self, hal: &H, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize {
+        for h in held {
+            self.release(hal, h);
+        }
+        self.table.retire_all(hal)
     }
 }
 
@@ -936,10 +961,28 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
+    let mut fault: Option<(String, u8)> = None;
+    let mut injected = false;
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
+        if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
+            injected = true;
+            vp.qp.to_error(args.port)?;
+            println!("fault test: QP {:#x} moved to the error state after {} answer(s)", vp.qp.qp_num(), st.answered);
+        }
+        // The listener polls the async fd (100 ms timeout) and checks the
+        // device is still registered, traffic or not; this is one atomic
+        // load until it has seen something.
+        if let Some(f) = vp.hal.fault() {
+            let code = if f.is_device_lost() { EXIT_DEVICE_LOST } else { EXIT_QUEUE_FAULT };
+            fault = Some((format!("device {} {f}", vp.hal.device()), code));
+            break;
+        }
         wcs.clear();
         vp.send_cq.poll(&mut wcs)?;
         for wc in &wcs {
+            if wc.status == WcStatus::WrFlushErr && fault.is_none() {
+                fault = Some((qp_error_line(&vp, "send", wc), EXIT_QUEUE_FAULT));
+            }
             if wc.status != WcStatus::Success {
                 st.send_errors += 1;
             }
@@ -956,6 +999,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         }
         for wc in core::mem::take(&mut wcs) {
             let i = wc.wr_id as usize;
+            if wc.status == WcStatus::WrFlushErr {
+                // The QP is in the error state: every receive comes back
+                // flushed, and reposting would spin.
+                st.failed_wc += 1;
+                if fault.is_none() {
+                    fault = Some((qp_error_line(&vp, "receive", &wc), EXIT_QUEUE_FAULT));
+                }
+                continue;
+            }
             if wc.status != WcStatus::Success || wc.opcode != WcOpcode::Recv {
                 st.failed_wc += 1;
                 eprintln!("udah: receive completion {}: {}", wc.wr_id, wc.status);
@@ -1001,17 +1053,29 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 }
             }
         }
+        if fault.is_some() {
+            break;
+        }
         if args.stats_interval > 0 && last.elapsed() >= Duration::from_secs(args.stats_interval) {
             last = Instant::now();
             print_stats(&st, &engine, &vp.hal, start.elapsed());
         }
     }
-    if stop.load(Ordering::Relaxed) {
+    if let Some((line, _)) = &fault {
+        eprintln!("udah serve: {line}; stopping");
+    } else if stop.load(Ordering::Relaxed) {
         println!("stopped by a signal");
     }
     print_stats(&st, &engine, &vp.hal, start.elapsed());
-    for h in in_flight.into_iter().flatten() {
-        engine.release(&vp.hal, h);
+    let retired = engine.shutdown(&vp.hal, in_flight.into_iter().flatten());
+    let live = vp.hal.stats().live_ahs;
+    if fault.is_some() || live != 0 {
+        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", vp.hal.device());
+    }
+    if let Some((_, code)) = fault {
+        // `vp` (QP, CQs, MRs, the backend's PD and context) drops on return,
+        // after every AH is gone.
+        return Ok(ExitCode::from(code));
     }
     if let Some(p) = peer {
         println!("ud-pingpong: {} request(s) from QPs other than the exchanged QPN {:#x}", st.other_senders, p.qpn);
@@ -1022,6 +1086,20 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         failed += c.mismatches;
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `udah serve: ...` text for a flushed completion: the QP is in the error
+/// state.
+#[cfg(feature = "ibverbs")]
+fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
+    format!(
+        "QP {:#x} on device {} is in the error state ({queue} completion {}: {}, vendor error {:#x})",
+        vp.qp.qp_num(),
+        vp.hal.device(),
+        wc.wr_id,
+        wc.status,
+        wc.vendor_err
+    )
 }
 
 #[cfg(feature = "ibverbs")]
@@ -1156,6 +1234,28 @@ mod tests {
             hal.ip.set([10, 0, 0, 1]);
             hal.generation.set(hal.generation.get() + 1);
         }
+    }
+
+    /// The fault/exit path: handles still in flight are given back and
+    /// every AH in the table is destroyed, so none is left when the device
+    /// is closed.
+    #[test]
+    fn engine_shutdown_destroys_every_ah() {
+        let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
+        let mut e = Engine::new(&hal, 1, None).unwrap();
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
+        let idle = e.reply_ah(&hal, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
+        e.release(&hal, idle);
+        let held: Vec<_> = [[10, 0, 0, 10], [10, 0, 0, 11]]
+            .map(|src| e.reply_ah(&hal, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
+            .into();
+        assert_eq!((hal.creates.get(), hal.destroys.get()), (3, 0));
+        assert_eq!(e.shutdown(&hal, held), 3);
+        assert_eq!(hal.destroys.get(), 3, "every AH destroyed");
+        assert_eq!(e.table().stats().live, 0);
+        // Nothing left to retire a second time.
+        assert_eq!(e.shutdown(&hal, Vec::new()), 0);
+        assert_eq!(hal.destroys.get(), 3);
     }
 
     #[test]
