@@ -22,7 +22,8 @@ use serde_json::Value;
 
 fn oracle() -> Option<std::path::PathBuf> {
     // The repository's copy of the oracle; ../shared's where an older tree lacks it.
-    let Some(src) = ["oracle", "../shared/oracle"].iter().map(|d| repo().join(d)).find(|d| d.join("Makefile").is_file())
+    let Some(src) =
+        ["oracle", "../shared/oracle"].iter().map(|d| repo().join(d)).find(|d| d.join("Makefile").is_file())
     else {
         assert!(!in_ci(), "CI=true and neither oracle/ nor ../shared/oracle is there");
         eprintln!("SKIP: no oracle/ (nor ../shared/oracle)");
