@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora under fuzz/corpus/<target>/ from the shared vectors.
+"""Writes the seed corpora under fuzz/corpus/<target>/ from the repository's vectors.
 
 Usage (from the repository root or anywhere):
 
-    python3 fuzz/gen_corpus.py [--shared PATH]
+    python3 fuzz/gen_corpus.py [--vectors PATH]
 
-PATH defaults to ../shared next to the repository (where CI and the
-developers' machines have it). The outputs are checked in; re-running the
+PATH defaults to the repository's own vectors/ directory: the public and
+hand-checked vectors, and the cases of the repository's hand-built captures
+(vectors/captures/*.cases.jsonl). Nothing is read from outside the
+repository. A capture case's seed is named after its cases file (the file
+name without ".cases.jsonl") and packet number, e.g.
+lib-rocev2-ud.pcap.v6pad_3.bin from vectors/captures/rocev2-ud.pcap.v6pad.cases.jsonl.
+The outputs are checked in; re-running the
 script reproduces them byte for byte (it clears the three corpus directories
 first). Standard library only.
 
 The byte layouts are those documented in core/src/fuzzing/mod.rs. Besides
 the seeds it writes fuzz/seeds-manifest.tsv: for every ah_from_wc_diff seed
 taken from a vector, the outcome the vector expects ("ok", an errno name, or
-EFAULT for a NULL-area fault) for the profile the vector belongs to.
+EFAULT for a NULL-area fault) for the profile the vector belongs to, under a
+"# from vectors/..." comment line naming the file the rows below it came from.
 core/tests/corpus_replay.rs checks that the core reproduces it, which proves
 that this encoder and the Rust decoder agree.
 """
@@ -131,17 +137,28 @@ def load(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.path.join(os.path.dirname(REPO), "shared"))
+    ap.add_argument("--vectors", default=os.path.join(REPO, "vectors"))
     args = ap.parse_args()
-    sh = args.shared
+    vec = args.vectors
 
-    lib = pick(load(os.path.join(sh, "vectors/libibverbs-v44-public.jsonl")), 60)
-    lib += load(os.path.join(sh, "oracle/handcheck.jsonl"))
-    for cap in sorted(os.listdir(os.path.join(sh, "data/captures"))):
+    def sourced(rel, cases):
+        for c in cases:
+            c["source"] = "vectors/" + rel
+        return cases
+
+    lib = sourced("libibverbs-v44-public.jsonl", pick(load(os.path.join(vec, "libibverbs-v44-public.jsonl")), 60))
+    lib += sourced("handcheck.jsonl", load(os.path.join(vec, "handcheck.jsonl")))
+    for cap in sorted(os.listdir(os.path.join(vec, "captures"))):
         if cap.endswith(".cases.jsonl"):
-            lib += load(os.path.join(sh, "data/captures", cap))
-    ker = pick(load(os.path.join(sh, "vectors/kernel-public.jsonl")), 60)
-    ker += load(os.path.join(sh, "vectors/kernel-handcheck.jsonl"))
+            stem = cap[: -len(".cases.jsonl")]
+            cases = sourced("captures/" + cap, load(os.path.join(vec, "captures", cap)))
+            for c in cases:
+                # "rocev2-ud.pcap#3" in both rocev2-ud.pcap{,.v6pad}.cases.jsonl:
+                # name the seed after the cases file so that neither overwrites the other.
+                c["name"] = stem + "#" + c["name"].rsplit("#", 1)[1]
+            lib += cases
+    ker = sourced("kernel-public.jsonl", pick(load(os.path.join(vec, "kernel-public.jsonl")), 60))
+    ker += sourced("kernel-handcheck.jsonl", load(os.path.join(vec, "kernel-handcheck.jsonl")))
 
     corpus = os.path.join(HERE, "corpus")
     files = {t: {} for t in ("grh_area", "ah_from_wc_diff", "gid_table")}
@@ -150,7 +167,7 @@ def main():
         for c in cases:
             name = f"{profile}-{safe(c['name'])}.bin"
             files["ah_from_wc_diff"][name] = ah_case(c)
-            manifest.append((name, profile, expected(c)))
+            manifest.append((c["source"], (name, profile, expected(c))))
             area = area_of(c)
             if area is not None:
                 files["grh_area"][name] = grh_area_case(area, c["port"]["link_layer"], c["wc"])
@@ -217,7 +234,11 @@ def main():
                 f.write(data)
     with open(os.path.join(HERE, "seeds-manifest.tsv"), "w") as f:
         f.write("# file in corpus/ah_from_wc_diff\tprofile\texpected outcome (written by gen_corpus.py)\n")
-        for row in manifest:
+        last = None
+        for source, row in manifest:
+            if source != last:
+                f.write(f"# from {source}\n")
+                last = source
             f.write("\t".join(row) + "\n")
     for target, fs in files.items():
         print(f"{target}: {len(fs)} seeds, {sum(map(len, fs.values()))} bytes")
