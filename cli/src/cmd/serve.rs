@@ -74,10 +74,12 @@ pub(crate) const EXIT_USAGE: u8 = 2;
 /// (`IBV_EVENT_DEVICE_FATAL`, or its uverbs node unregistered): it printed
 /// `udah serve: device D removed (...)` and its final statistics, and
 /// destroyed every AH before closing the device.
+#[cfg(feature = "ibverbs")]
 pub(crate) const EXIT_DEVICE_LOST: u8 = 3;
 /// Exit code of `serve --hal ibverbs` when its QP or a CQ failed (a fatal
 /// QP/CQ event, or flushed completions: the QP is in the error state); it
 /// printed the reason and its final statistics, AHs destroyed as above.
+#[cfg(feature = "ibverbs")]
 pub(crate) const EXIT_QUEUE_FAULT: u8 = 4;
 
 /// GID-table snapshot capacity.
