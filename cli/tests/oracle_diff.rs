@@ -666,9 +666,16 @@ fn oracle_out() -> PathBuf {
     target.join("oracle")
 }
 
-/// Builds the repository's oracle (`oracle/`) into [`oracle_out`]; `Err`
-/// says why not.
+/// Builds the repository's oracle (`oracle/`) into [`oracle_out`], once per
+/// test process: the tests run in parallel, and one test's `make` relinking
+/// the binary while another executes it fails with ETXTBSY ("Text file
+/// busy"). `Err` says why not.
 fn build_oracle() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_oracle_now).clone()
+}
+
+fn build_oracle_now() -> Result<PathBuf, String> {
     let out = oracle_out();
     let status = Command::new("make")
         .arg("-s")
