@@ -334,11 +334,13 @@ impl core::fmt::Display for AttrError {
 impl core::error::Error for AttrError {}
 
 #[cfg(test)]
-mod test {
+pub(crate) mod test {
     use super::*;
     use crate::ah::{IbvAhAttr, IbvGlobalRoute};
 
-    fn attr(i: u8, grh: bool) -> AhAttr {
+    /// A sample attribute, distinct for every `(i, grh)` (also the table
+    /// key's tests' sample).
+    pub(crate) fn attr(i: u8, grh: bool) -> AhAttr {
         AhAttr {
             port: PortNum::new(1).unwrap(),
             dlid: u16::from(i),

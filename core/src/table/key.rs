@@ -148,25 +148,7 @@ pub(crate) fn unpack_l2(w: [u64; 2]) -> Option<L2Info> {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::attr::{FlowLabel, GlobalRoute, PortNum, Sl};
-    use crate::wire::Gid;
-
-    fn attr(i: u8, grh: bool) -> AhAttr {
-        AhAttr {
-            port: PortNum::new(1).unwrap(),
-            dlid: u16::from(i),
-            sl: Sl::new(i & 15).unwrap(),
-            src_path_bits: 0,
-            static_rate: 0,
-            grh: grh.then_some(GlobalRoute {
-                dgid: Gid([i; 16]),
-                flow_label: FlowLabel::new(u32::from(i) << 12).unwrap(),
-                sgid_index: i,
-                hop_limit: 64,
-                traffic_class: i,
-            }),
-        }
-    }
+    use crate::attr::test::attr;
 
     #[test]
     fn injective_on_samples() {
