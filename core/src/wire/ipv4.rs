@@ -92,18 +92,27 @@ fn words_be(h: &[u8; HEADER_LEN]) -> [u16; 10] {
 /// The RFC 1071 header checksum of `h` with its checksum field taken as zero:
 /// the one's complement of the fully folded one's-complement sum of the ten
 /// big-endian words. This is what the kernel's `ip_fast_csum` computes.
+///
+/// Computed as `ip_fast_csum` does, on wide little-endian loads: the
+/// one's-complement sum does not depend on how the bytes are grouped into
+/// words (2¹⁶ ≡ 1 modulo 0xffff) nor on their byte order (swapping the
+/// bytes of every addend swaps the bytes of the sum), and every fold keeps
+/// a non-zero sum non-zero, so the fully folded sum of the five 32-bit
+/// little-endian words is the byte swap of that of the ten big-endian
+/// 16-bit words, bit for bit (including 0x0000 against 0xffff).
 #[inline]
 pub fn checksum_rfc1071(h: &[u8; HEADER_LEN]) -> u16 {
-    let w = words_be(h);
-    let mut sum: u32 = 0;
-    // Word 5 is the checksum field.
-    for (i, x) in w.iter().enumerate() {
-        sum = sum.wrapping_add(u32::from(*x) & 0u32.wrapping_sub(u32::from(i != 5)));
-    }
-    // 9 words: sum <= 9 * 0xffff < 2^20; two folds are always enough.
-    sum = (sum & 0xffff).wrapping_add(sum >> 16);
-    sum = (sum & 0xffff).wrapping_add(sum >> 16);
-    !(sum as u16)
+    let [a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, _, _, d0, d1, d2, d3, e0, e1, e2, e3] = *h;
+    let word = |w: [u8; 4]| u64::from(u32::from_le_bytes(w));
+    // The checksum field (bytes 10..12) counts as zero.
+    // Five addends below 2^32: no wrap (the sum is below 2^35).
+    let sum = (word([a0, a1, a2, a3]).wrapping_add(word([b0, b1, b2, b3])))
+        .wrapping_add(word([c0, c1, 0, 0]).wrapping_add(word([d0, d1, d2, d3])))
+        .wrapping_add(word([e0, e1, e2, e3]));
+    // Three folds bring a sum below 2^35 below 2^16.
+    let fold = |s: u64| (s & 0xffff).wrapping_add(s >> 16);
+    let sum = fold(fold(fold(sum)));
+    !(sum as u16).swap_bytes()
 }
 
 /// libibverbs' `ipv4_calc_hdr_csum` on x86-64: the ten words read as
