@@ -397,7 +397,8 @@ pub const SEED: u64 = 0x5eed_0dab;
 #[cfg(test)]
 mod test {
     use super::*;
-    use udah_core::ah::{kernel, libibverbs};
+    use udah_core::ah::{AttrWords, Profile, kernel, libibverbs};
+    use udah_core::wire::Evidence;
 
     fn check<const N: usize>() {
         let fx: Fixture<N> = Fixture::new(SEED);
@@ -412,6 +413,10 @@ mod test {
             if let Some(i) = c.index {
                 assert_eq!(k.grh.sgid_attr_index, Some(i), "{:?}", c.family);
             }
+            // The word path (the kernel profile's hot path) is the C mirror's words.
+            let table = fx.kernel_table(c.family);
+            let words = Profile::Kernel.words(table, &c.kwc, &c.area, Evidence::None, 64);
+            assert_eq!(words, Ok(AttrWords::from_attr(&k.to_ah_attr(64).expect("valid"))), "{:?}", c.family);
         }
         let rep = fx.mixed(Order::Repeating, 1);
         let rnd = fx.mixed(Order::Random, 1);

@@ -487,9 +487,16 @@ impl<const N: usize> GidTable<N> {
     /// untagged, matching entries whose netdev is not on a VLAN).
     #[inline]
     pub fn find_kernel(&self, gid: &Gid, gid_type: GidType, vlan: Option<u16>) -> Option<u32> {
+        self.find_kernel_words(gid.to_words(), gid_type, vlan)
+    }
+
+    /// [`find_kernel`](Self::find_kernel) with the GID in its word form
+    /// ([`Gid::to_words`]): the kernel profile's search.
+    #[inline(always)]
+    pub(crate) fn find_kernel_words(&self, gid: (u64, u64), gid_type: GidType, vlan: Option<u16>) -> Option<u32> {
         let ty = (gid_type as u8).wrapping_add(1);
         let v2 = ty == TY_ROCE_V2;
-        self.chain(tag_gid(&gid.0, v2), v2)
+        self.chain(tag(gid.0, gid.1, v2), v2)
             .find(|(_, s)| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
             .map(|(i, _)| i)
     }

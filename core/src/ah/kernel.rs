@@ -23,11 +23,11 @@
 use super::ProfileError;
 use super::attr::{AhType, Dmac, HopLimit, RdmaAhAttr, RdmaGlobalRoute};
 use super::wc::{IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_VLAN, KernelWc};
-use crate::attr::AttrWords;
+use crate::attr::{AttrWords, word2, word3};
 use crate::error::KernelError;
 use crate::gid_table::{GidTable, GidType, LinkLayer};
 use crate::wire::gid::SA_WELL_KNOWN_INTERFACE_ID;
-use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, NetworkType, detect, grh, ipv4};
+use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, NetworkType, View, detect, grh, ipv4, view};
 
 /// A failed call: the error and the attribute as the kernel leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,8 +49,7 @@ impl core::error::Error for KernelFailure {}
 /// The result of [`init_ah_attr_from_wc`].
 pub type KernelResult = Result<RdmaAhAttr, KernelFailure>;
 
-/// The kernel's `ib_get_net_type_by_grh` for a RoCE port, as a raw
-/// `rdma_network_type`.
+/// The kernel's `ib_get_net_type_by_grh` for a RoCE port.
 #[inline]
 pub fn net_type_by_grh(area: &Area) -> NetworkType {
     let v = detect::version_kernel(area);
@@ -95,35 +94,27 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
     };
     let fail = |error: KernelError, attr: RdmaAhAttr| Err(KernelFailure { error, attr });
 
-    // Step 2: network type.
-    let net_type: u8 = if !roce {
-        NetworkType::Ib as u8
+    // Step 2: network type (a driver may report values above 3).
+    let net_type = if !roce {
+        NetworkType::Ib
     } else if wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE != 0 {
-        wc.network_hdr_type
+        match NetworkType::from_raw(wc.network_hdr_type) {
+            Some(t) => t,
+            // Step 3's first test.
+            None => return fail(KernelError::InvalidNetworkType(wc.network_hdr_type), attr),
+        }
     } else {
         let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
-        match evidence {
-            Evidence::None => net_type_by_grh(a) as u8,
-            ev => match detect::detect(a, ev) {
-                Detection::Ipv4 => NetworkType::Ipv4 as u8,
-                Detection::Ipv6 => NetworkType::Ipv6 as u8,
-                Detection::Grh => NetworkType::RoceV1 as u8,
-                Detection::Ambiguous | Detection::Unrecognized => return fail(KernelError::AmbiguousHeader, attr),
-            },
+        match net_type_with(a, evidence) {
+            Some(t) => t,
+            None => return fail(KernelError::AmbiguousHeader, attr),
         }
     };
-    let gid_type = match net_type {
-        2 | 3 => GidType::RoceV2,
-        1 => GidType::RoceV1,
-        _ => GidType::Ib,
-    };
+    let gid_type = gid_type_of(net_type);
 
     // Step 3: the two GIDs (remote = packet source, local = packet destination).
-    if net_type > NetworkType::Ipv6 as u8 {
-        return fail(KernelError::InvalidNetworkType(net_type), attr);
-    }
     let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
-    let (remote, local) = if net_type == NetworkType::Ipv4 as u8 {
+    let (remote, local) = if net_type == NetworkType::Ipv4 {
         let [_, _, _, _, _, _, _, _, _, _, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *ipv4::header(a);
         (Gid::from_ipv4([s0, s1, s2, s3]), Gid::from_ipv4([d0, d1, d2, d3]))
     } else {
@@ -191,13 +182,126 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
     }
 }
 
+/// The network type of a RoCE completion that does not report one: the
+/// kernel's heuristic ([`net_type_by_grh`]) for [`Evidence::None`], else the
+/// strict [`detect::detect`] with `evidence` (`None`: the evidence and the
+/// bytes disagree, or nothing fits).
+#[inline(always)]
+fn net_type_with(area: &Area, evidence: Evidence) -> Option<NetworkType> {
+    match evidence {
+        Evidence::None => Some(net_type_by_grh(area)),
+        ev => match detect::detect(area, ev) {
+            Detection::Ipv4 => Some(NetworkType::Ipv4),
+            Detection::Ipv6 => Some(NetworkType::Ipv6),
+            Detection::Grh => Some(NetworkType::RoceV1),
+            Detection::Ambiguous | Detection::Unrecognized => None,
+        },
+    }
+}
+
+/// The GID type the kernel searches for a network type
+/// (`ib_network_to_gid_type`).
+#[inline(always)]
+const fn gid_type_of(net_type: NetworkType) -> GidType {
+    match net_type {
+        NetworkType::Ipv4 | NetworkType::Ipv6 => GidType::RoceV2,
+        NetworkType::RoceV1 => GidType::RoceV1,
+        NetworkType::Ib => GidType::Ib,
+    }
+}
+
 /// [`init_ah_attr_from_wc_with`] in the [word form](AttrWords) the AH cache
 /// keys on, with `route_hop_limit` where the kernel leaves the hop limit to
 /// the route ([`HopLimit::Route`]), validated as by
 /// [`RdmaAhAttr::to_ah_attr`]: the kernel profile's entry point for
 /// the pipeline ([`Profile::words`](super::Profile::words)).
-#[inline]
+///
+/// The common case, a completion whose local GID is in the table (and, on
+/// RoCE, whose address families agree), is one pass: the area read once
+/// ([`View`]), the network type, one search, the words. Everything else
+/// (every failure, the SA well-known GID, an SL above 15) goes out of line
+/// to [`init_ah_attr_from_wc_with`], which decides it.
+#[inline(always)]
 pub fn words<const N: usize>(
+    table: &GidTable<N>,
+    wc: &KernelWc,
+    area: &Area,
+    evidence: Evidence,
+    route_hop_limit: u8,
+) -> Result<AttrWords, ProfileError> {
+    match hot(table, wc, area, evidence, route_hop_limit) {
+        Some(w) => Ok(AttrWords::from_raw(w)),
+        None => cold_words(table, wc, area, evidence, route_hop_limit),
+    }
+}
+
+/// The hot path of [`words`]: the words of a successful call in canonical
+/// form, or `None` for everything [`init_ah_attr_from_wc_with`] must decide.
+/// Each step is the C mirror's, on register values.
+#[inline(always)]
+fn hot<const N: usize>(
+    table: &GidTable<N>,
+    wc: &KernelWc,
+    area: &Area,
+    evidence: Evidence,
+    route_hop_limit: u8,
+) -> Option<[u64; 4]> {
+    let port = table.port_num();
+    // The validation of `RdmaAhAttr::to_words`: a port of 0, an SL above 15.
+    if port == 0 || wc.sl > 15 {
+        return None;
+    }
+    let v = View::read(area);
+    let grh = wc.wc_flags & IB_WC_GRH != 0;
+    let (remote, local, gid_type, vlan, dlid, path_bits) = match table.link_layer() {
+        LinkLayer::Ethernet => {
+            if !grh {
+                return None;
+            }
+            let net_type = if wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE != 0 {
+                NetworkType::from_raw(wc.network_hdr_type)?
+            } else {
+                net_type_with(area, evidence)?
+            };
+            let is4 = net_type == NetworkType::Ipv4;
+            let remote = if is4 { v.src4 } else { v.sgid };
+            let local = if is4 { v.dst4 } else { v.dgid };
+            let vlan = if wc.wc_flags & IB_WC_WITH_VLAN != 0 { wc.vlan_id } else { 0xffff };
+            (remote, local, gid_type_of(net_type), Some(vlan), 0, 0)
+        }
+        LinkLayer::Infiniband | LinkLayer::Opa => {
+            // IB keeps the low 16 bits of the SLID, OPA all 32 of which the
+            // attribute's word keeps the same 16.
+            let dlid = wc.slid as u16;
+            if !grh {
+                return Some([0, 0, 0, word3(dlid, wc.sl, wc.dlid_path_bits, 0, false, port)]);
+            }
+            // The SA well-known interface id takes slot 0: out of line.
+            if Gid::from_words(v.dgid.0, v.dgid.1).interface_id() == SA_WELL_KNOWN_INTERFACE_ID {
+                return None;
+            }
+            (v.sgid, v.dgid, GidType::Ib, None, dlid, wc.dlid_path_bits)
+        }
+    };
+    let index = table.find_kernel_words(local, gid_type, vlan)?;
+    let hop_limit = if vlan.is_none() || (gid_type == GidType::RoceV1 && view::words_link_local(remote)) {
+        // IB, and link-local RoCE v1 (whose MAC the kernel derives from the GID).
+        0xff
+    } else if view::words_ipv4_mapped(local) != view::words_ipv4_mapped(remote) {
+        // Address-family mismatch: `-EINVAL`, decided out of line.
+        return None;
+    } else {
+        route_hop_limit
+    };
+    let w2 = word2(v.flow_label(), index as u8, hop_limit, v.traffic_class());
+    Some([remote.0, remote.1, w2, word3(dlid, wc.sl, path_bits, 0, true, port)])
+}
+
+/// Everything the hot path of [`words`] leaves: the C mirror, then its
+/// validation.
+#[cold]
+#[inline(never)]
+fn cold_words<const N: usize>(
     table: &GidTable<N>,
     wc: &KernelWc,
     area: &Area,

@@ -268,7 +268,7 @@ pub fn detect(area: &Area, evidence: Evidence) -> Detection {
     let (allow4, allow_grh, allow_ip6) = match evidence {
         Evidence::None => (true, true, true),
         Evidence::NetworkType(t) => {
-            (t as u8 == NetworkType::Ipv4 as u8, (t as u8) < 2, t as u8 == NetworkType::Ipv6 as u8)
+            (t == NetworkType::Ipv4, matches!(t, NetworkType::Ib | NetworkType::RoceV1), t == NetworkType::Ipv6)
         }
         Evidence::Stamped(s) => {
             let intact = s.is_intact(area);

@@ -26,11 +26,13 @@ pub mod gid;
 pub mod grh;
 pub mod ipv4;
 pub mod lrh;
+pub mod view;
 
 pub use detect::{Detection, Evidence, HeaderVersion, NetworkType, Stamp};
 pub use gid::Gid;
 pub use grh::GrhRepr;
 pub use ipv4::Ipv4Repr;
+pub use view::View;
 
 /// The 40-byte receive area ("GRH area") in front of a UD payload.
 pub type Area = [u8; 40];
