@@ -51,9 +51,22 @@ pub mod field {
     pub const DST_ADDR: core::ops::Range<usize> = 16..20;
 }
 
+const _: () = {
+    // The header ends the area, and the field table tiles it in the order
+    // that `Ipv4Repr::parse`/`emit` and the checksums destructure it: a
+    // range that drifts stops the build.
+    assert!(OFFSET + HEADER_LEN == super::AREA_LEN);
+    assert!(field::VER_IHL == 0 && field::TOS == 1 && field::LENGTH.start == 2 && field::LENGTH.end == 4);
+    assert!(field::IDENT.start == 4 && field::IDENT.end == 6 && field::FLG_OFF.start == 6 && field::FLG_OFF.end == 8);
+    assert!(field::TTL == 8 && field::PROTOCOL == 9 && field::CHECKSUM.start == 10 && field::CHECKSUM.end == 12);
+    assert!(field::SRC_ADDR.start == 12 && field::SRC_ADDR.end == 16);
+    assert!(field::DST_ADDR.start == 16 && field::DST_ADDR.end == HEADER_LEN);
+};
+
 /// The IPv4 header bytes of a GRH area (`area[20..40]`).
 #[inline]
 pub fn header(area: &Area) -> &[u8; HEADER_LEN] {
+    // The last `HEADER_LEN` bytes: `OFFSET..AREA_LEN` (asserted below).
     let [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, rest @ ..] = area;
     rest
 }
