@@ -169,7 +169,8 @@ enum Local {
 ///     s.release(h).unwrap(); // back to the lease: no locked instruction
 /// }
 /// drop(s); // gives the leased references back
-/// assert_eq!(table.stats().hits + table.stats().misses, 1000);
+/// let st = table.stats_exact();
+/// assert_eq!(st.hits + st.misses, 1000);
 /// ```
 pub struct Session<'t, H: Hal, const N: usize, const L: usize = 256>
 where
@@ -334,7 +335,7 @@ where
             lease.hits = lease.hits.wrapping_add(1);
             lease.used = 1;
             if u32::from(lease.hits) >= PUBLISH {
-                slot.hits.fetch_add(u64::from(lease.hits), Ordering::Relaxed);
+                self.table.hits.fetch_add(u64::from(lease.hits), Ordering::Relaxed);
                 lease.hits = 0;
             }
             let token = slot.ah.load(Ordering::Relaxed);
@@ -352,7 +353,7 @@ where
         let l = core::mem::replace(lease, Lease::EMPTY);
         let Some(slot) = self.table.slots.get(l.slot as usize) else { return Err(TableError::StaleHandle) };
         if l.hits > 0 {
-            slot.hits.fetch_add(u64::from(l.hits), Ordering::Relaxed);
+            self.table.hits.fetch_add(u64::from(l.hits), Ordering::Relaxed);
         }
         if l.refs == 0 {
             return Ok(());
