@@ -173,8 +173,9 @@
 //!
 //! # Verification
 //!
-//! * loom, six models over the real code (atomics via `crate::sync`), two of
-//!   them on sessions:
+//! * loom, seven models over the real code (atomics via `crate::sync`), two of
+//!   them on sessions and one of a cuckoo move (a 16-slot table, two
+//!   windows per key) racing a hit on the entry it moves:
 //!   `RUSTFLAGS="--cfg loom -C debug-assertions=on" LOOM_MAX_PREEMPTIONS=2
 //!   cargo test -p udah-core --release --test loom_table`;
 //! * Miri over the unit tests: `MIRIFLAGS="-Zmiri-strict-provenance

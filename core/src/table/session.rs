@@ -59,9 +59,12 @@
 //! shared path on every completion. So every 64 lease misses a session
 //! judges: if fewer than half of its look-ups since the last judgement were
 //! lease hits, it gives every lease back and makes its next 4,096 look-ups
-//! exactly as the shared table does, then tries leases again. A thrashing
-//! session thus costs the shared path plus about 2 % (the next trial), and
-//! a session whose peers repeat keeps its leases.
+//! exactly as the shared table does, then tries leases again; each trial in
+//! a row that fails doubles the next bypass, up to 65,536 look-ups, and a
+//! trial that pays resets it. A thrashing session thus costs the shared
+//! path plus a trial (64 lease misses and a flush) per 65,536 look-ups, and
+//! a session whose peers repeat keeps its leases (one whose peers start
+//! repeating takes leases again within 65,536 look-ups).
 //!
 //! # Statistics
 //!
@@ -91,6 +94,10 @@ const JUDGE_MISSES: u32 = 64;
 /// Look-ups a session whose leases did not pay makes on the shared path
 /// (with no lease) before it tries leases again.
 const BYPASS: u32 = 64 * JUDGE_MISSES;
+
+/// How many times a bypass doubles while trials keep failing (`BYPASS << 4`
+/// = 65,536 look-ups).
+const MAX_BACKOFF: u32 = 4;
 
 /// An empty lease's slot (no slot index reaches it: capacities are ≤ 2²⁴).
 const NO_SLOT: u32 = u32::MAX;
@@ -184,6 +191,9 @@ where
     /// Look-ups left on the shared path before leases are tried again (see
     /// the module documentation, "When leases do not pay").
     bypass: u32,
+    /// Judgements in a row that found the leases not paying, at most
+    /// [`MAX_BACKOFF`]: each doubles the next bypass.
+    failed: u32,
     /// Look-ups through leases since the last judgement.
     looked: u32,
     /// Of those, the ones no lease served.
@@ -232,6 +242,7 @@ where
             hal,
             epoch: table.reclaim.load(Ordering::Relaxed),
             bypass: 0,
+            failed: 0,
             looked: 0,
             missed: 0,
             leases: [Lease::EMPTY; L],
@@ -484,7 +495,9 @@ where
     /// Counts a lease miss; every [`JUDGE_MISSES`] of them, judges whether
     /// leases pay: when fewer than half of the look-ups since the last
     /// judgement were lease hits, gives every lease back and makes the next
-    /// [`BYPASS`] look-ups on the shared path. Returns whether it did.
+    /// [`BYPASS`] look-ups on the shared path, twice as many after each
+    /// judgement in a row that found the same (at most `BYPASS <<
+    /// MAX_BACKOFF`). Returns whether it did.
     #[inline]
     fn note_miss(&mut self) -> bool {
         self.missed = self.missed.wrapping_add(1);
@@ -495,10 +508,12 @@ where
         let pays = hits >= self.missed;
         (self.looked, self.missed) = (0, 0);
         if pays {
+            self.failed = 0;
             return false;
         }
         let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
-        self.bypass = BYPASS;
+        self.bypass = BYPASS << self.failed;
+        self.failed = self.failed.wrapping_add(1).min(MAX_BACKOFF);
         true
     }
 
