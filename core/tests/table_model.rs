@@ -218,7 +218,7 @@ impl<'t> World<'t> {
         prop_assert_eq!(self.hal.bad_destroys.load(core::sync::atomic::Ordering::Relaxed), 0, "double destroy");
         prop_assert_eq!(c - d, self.hal.live() as u64, "created − destroyed ≠ live");
         prop_assert_eq!(self.hal.live(), self.hal.live_scan());
-        let s = self.table.stats();
+        let s = self.table.stats_exact();
         prop_assert_eq!((s.creates, s.destroys, s.live), (c, d, c - d));
         let unpublished = self.sess.as_ref().map_or(0, Session::unpublished_hits);
         prop_assert_eq!(s.hits + unpublished + s.misses, self.lookups, "every look-up is one hit or one miss");

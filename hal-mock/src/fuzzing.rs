@@ -330,7 +330,7 @@ impl<const N: usize> World<N> {
         for a in 0..ATTRS {
             let _ = self.live_entry(a);
         }
-        let s = self.table.stats();
+        let s = self.table.stats_exact();
         let o = self.other.stats();
         let n = self.entries.len() as u64;
         let want = (self.creates, self.destroys, n, n, self.evictions, self.retirements, self.hits, self.misses, 0);
@@ -838,7 +838,7 @@ fn session_check<const N: usize>(
     lookups: u64,
     unpublished: u64,
 ) {
-    let (st, fc) = (table.stats(), fabric.counters());
+    let (st, fc) = (table.stats_exact(), fabric.counters());
     let fail = |what: String| -> ! { panic!("session_ops: step {step}: {what}\n  table: {st:?}\n  fabric: {fc:?}") };
     if fc.ah_bad_destroys != 0 {
         fail("an AH was destroyed twice".into());

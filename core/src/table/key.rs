@@ -114,34 +114,41 @@ impl Key {
     }
 }
 
-/// `L2Info` packed into two words; `[0, 0]` is "none" (word 0 has bit 63 set
-/// otherwise).
-pub(crate) fn pack_l2(l2: Option<&L2Info>) -> [u64; 2] {
-    let Some(l2) = l2 else { return [0, 0] };
+/// `L2Info` packed into a slot's `l2` word and the low [`L2_STAMP_BITS`]
+/// bits of its stamp word (`slot.rs`): the destination MAC and the VLAN tag
+/// fill the first (MAC in bits 0..48, tag in 48..64); the hop limit and three
+/// presence bits (facts, tag, hop limit) the second. `(0, 0)` is "none".
+pub(crate) fn pack_l2(l2: Option<&L2Info>) -> (u64, u64) {
+    let Some(l2) = l2 else { return (0, 0) };
     let mut mac = [0u8; 8];
     if let Some(dst) = mac.get_mut(2..) {
         dst.copy_from_slice(&l2.dmac);
     }
-    let w0 = u64::from_be_bytes(mac)
-        | 1 << 63
-        | u64::from(l2.vlan_tag.is_some()) << 48
-        | u64::from(l2.hop_limit.is_some()) << 49;
-    let w1 = u64::from(l2.vlan_tag.unwrap_or(0)) | u64::from(l2.hop_limit.unwrap_or(0)) << 16;
-    [w0, w1]
+    let w0 = u64::from_be_bytes(mac) | u64::from(l2.vlan_tag.unwrap_or(0)) << 48;
+    let w1 = u64::from(l2.hop_limit.unwrap_or(0))
+        | L2_SOME
+        | u64::from(l2.vlan_tag.is_some()) << 9
+        | u64::from(l2.hop_limit.is_some()) << 10;
+    (w0, w1)
 }
 
-/// The inverse of [`pack_l2`].
-pub(crate) fn unpack_l2(w: [u64; 2]) -> Option<L2Info> {
-    let [w0, w1] = w;
-    if w0 & 1 << 63 == 0 {
+/// The bits of a slot's stamp word that [`pack_l2`] uses.
+pub(crate) const L2_STAMP_BITS: u32 = 11;
+/// "Layer-2 facts present" in the stamp word.
+const L2_SOME: u64 = 1 << 8;
+
+/// The inverse of [`pack_l2`] (`w1`: the stamp word; its bits above
+/// [`L2_STAMP_BITS`] are ignored).
+pub(crate) fn unpack_l2(w0: u64, w1: u64) -> Option<L2Info> {
+    if w1 & L2_SOME == 0 {
         return None;
     }
     let b = (w0 & 0xffff_ffff_ffff).to_be_bytes();
     let [_, _, m0, m1, m2, m3, m4, m5] = b;
     Some(L2Info {
         dmac: [m0, m1, m2, m3, m4, m5],
-        vlan_tag: (w0 & 1 << 48 != 0).then_some(w1 as u16),
-        hop_limit: (w0 & 1 << 49 != 0).then_some((w1 >> 16) as u8),
+        vlan_tag: (w1 & 1 << 9 != 0).then_some((w0 >> 48) as u16),
+        hop_limit: (w1 & 1 << 10 != 0).then_some(w1 as u8),
     })
 }
 
@@ -173,13 +180,19 @@ mod test {
 
     #[test]
     fn l2_round_trip() {
-        assert_eq!(unpack_l2(pack_l2(None)), None);
+        let (a, b) = pack_l2(None);
+        assert_eq!(unpack_l2(a, b), None);
         for l2 in [
             L2Info::default(),
             L2Info { dmac: [1, 2, 3, 4, 5, 6], vlan_tag: Some(0xa064), hop_limit: Some(64) },
             L2Info { dmac: [0xff; 6], vlan_tag: None, hop_limit: Some(0) },
+            L2Info { dmac: [0xff; 6], vlan_tag: Some(0xffff), hop_limit: Some(0xff) },
         ] {
-            assert_eq!(unpack_l2(pack_l2(Some(&l2))), Some(l2));
+            let (a, b) = pack_l2(Some(&l2));
+            assert!(b < 1 << L2_STAMP_BITS);
+            // The stamp's other bits do not disturb the facts.
+            assert_eq!(unpack_l2(a, b | !0 << L2_STAMP_BITS), Some(l2));
+            assert_eq!(unpack_l2(a, b), Some(l2));
         }
     }
 }

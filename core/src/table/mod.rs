@@ -24,7 +24,9 @@
 //!   [`retire_older_than`](AhTable::retire_older_than) hide entries from new
 //!   look-ups; handles already out stay valid, and the backend AH is destroyed
 //!   when the last one is released;
-//! * [`stats`](AhTable::stats), read without locks;
+//! * [`stats`](AhTable::stats), read without locks in O(1) (hits may lag by
+//!   fewer than 256 per slot; [`stats_exact`](AhTable::stats_exact) walks
+//!   the slots for the rest);
 //! * [`Session`] ([`AhTable::session`]): one thread's view of the table whose
 //!   repeated hits are served from references it leased in bulk, with no
 //!   locked instruction and no write to shared memory: the hot path of a
@@ -46,10 +48,16 @@
 //!
 //! # Layout
 //!
-//! `N` slots (a power of two, at most 2²⁴), each with a 64-byte hot part
-//! (lifecycle word, the key packed in four `AtomicU64`, the AH as an
-//! [`AhToken`], a hit carry counter) and a cold part (L2 facts, birth time,
-//! GID generation). A key lives in one of two windows of
+//! `N` slots (a power of two, at most 2²⁴) of one 64-byte cache line each,
+//! all the table keeps per entry (2²⁰ entries: 64 MiB): the lifecycle word,
+//! the key packed in four `AtomicU64`, the AH as an [`AhToken`], and two
+//! words for invalidation: the backend's L2 facts, the low 21 bits of the
+//! port's GID generation and the low 32 bits of the table clock at creation
+//! (`slot.rs`: how the cut fields compare). The counters are table-wide,
+//! each on its own line where hot paths write it: the slow paths count
+//! misses, creates, evictions, retirements, relocations and entries as they
+//! go, and hits are carried out of the lifecycle words 256 at a time, so
+//! [`stats`](AhTable::stats) reads a dozen words whatever `N`. A key lives in one of two windows of
 //! [`WINDOW`](AhTable::WINDOW) consecutive slots (at most 8), both chosen by
 //! a keyed hash of the key ([`AhTable::with_seed`]): look-ups scan the first
 //! window, then the second, so a deleted entry needs no tombstone. A claim
@@ -66,8 +74,8 @@
 //! of the slot's hit count, a 32-bit generation, a state, a CLOCK bit and a
 //! 20-bit refcount (`slot.rs`), so that a hit — reference, CLOCK bit and hit
 //! statistic — is one compare-and-swap, the only locked instruction of a hit
-//! but for one `fetch_add` every 256 hits on a slot, when the hit field
-//! wraps.
+//! but for one `fetch_add` on the table's hit counter every 256 hits on a
+//! slot, when the hit field wraps.
 //!
 //! # What waits on what
 //!
@@ -131,6 +139,16 @@
 //! and the crate stays `#![forbid(unsafe_code)]`. loom checks the protocol
 //! (`tests/loom_table.rs`).
 //!
+//! The slot's other two words, the L2 facts and the stamp (GID generation,
+//! birth time), are not read by hits: they are written while the slot is
+//! `CREATING` (by the creating thread, before its `Release` store of `LIVE`)
+//! or `BUSY` (a move, under the writer lock), and read by [`l2`](AhTable::l2)
+//! under a reference (so the incarnation cannot change) and by sweeps, which
+//! also rewrite the stamp's GID generation of a `LIVE` entry (`Restamp`)
+//! after checking that its word is unchanged; sweeps are the only writers
+//! of a `LIVE` slot's stamp, and two sweeps of one port race on it as they
+//! did on the separate word it was before.
+//!
 //! Releases decrement with `Release`; the thread that takes an entry's word
 //! from refcount 0 (eviction, retirement) or from 1 (the last release of a
 //! retired entry) to `BUSY` does so with `Acquire`, and only that thread calls
@@ -155,8 +173,9 @@
 //!
 //! # Verification
 //!
-//! * loom, six models over the real code (atomics via `crate::sync`), two of
-//!   them on sessions:
+//! * loom, seven models over the real code (atomics via `crate::sync`), two of
+//!   them on sessions and one of a cuckoo move (a 16-slot table, two
+//!   windows per key) racing a hit on the entry it moves:
 //!   `RUSTFLAGS="--cfg loom -C debug-assertions=on" LOOM_MAX_PREEMPTIONS=2
 //!   cargo test -p udah-core --release --test loom_table`;
 //! * Miri over the unit tests: `MIRIFLAGS="-Zmiri-strict-provenance
@@ -199,7 +218,7 @@
 //! assert_eq!(a.ah(), b.ah());
 //! TABLE.release(&hal, a).unwrap();
 //! TABLE.release(&hal, b).unwrap(); // refcount 0: stays cached
-//! let s = TABLE.stats();
+//! let s = TABLE.stats_exact(); // stats() is O(1); its hits may lag by < 256 per slot
 //! assert_eq!((s.hits, s.creates, s.destroys, s.live), (1, 1, 0, 1));
 //! ```
 
@@ -219,8 +238,9 @@ pub(crate) use self::cache::fill;
 pub use self::cache::{AhCache, CacheAh, CacheError, CacheResult, Shared, Wait};
 use self::key::{HashKey, KEY_WORDS, Key, alt_of, home_of, pack_l2, unpack_l2};
 use self::slot::{
-    BUSY, CREATING, ColdSlot, FREE, GEN_BITS, HIT_CARRY, HIT_STEP, HotSlot, LIVE, LIVE_BITS, REF_MAX, RETIRED,
-    STATE_MASK, USED, generation, hit_field, live_bits, next_generation, rebuild, refs, state, with_state,
+    BUSY, CREATING, Clock, FREE, GEN_BITS, Gen, HIT_CARRY, HIT_STEP, LIVE, LIVE_BITS, REF_MAX, RETIRED, Refs,
+    STATE_MASK, Slot, USED, born_age, clock, generation, gid_matches, hit_field, live_bits, next_generation, rebuild,
+    refs, restamp, stamp, state, with_state,
 };
 
 use crate::attr::{AhAttr, AttrError, AttrWords, CanonicalWords};
@@ -583,10 +603,14 @@ impl<E: fmt::Debug> core::error::Error for TableError<E> {}
 #[non_exhaustive]
 pub struct TableStats {
     /// Look-ups answered by the lock-free fast path (each look-up counts
-    /// once, as a hit or as a miss). Exact for every look-up that has
-    /// returned; while look-ups run, a snapshot may miss up to 255 hits of a
-    /// slot whose 256th hit is between its CAS and its carry (so two
-    /// snapshots taken during a run may even decrease).
+    /// once, as a hit or as a miss). From [`AhTable::stats`] (O(1)): the
+    /// hits carried out of the slots, 256 at a time, and those sessions
+    /// published, so up to 255 hits per slot (and a session's unpublished
+    /// ones, [`Session::unpublished_hits`]) are not in it yet. From
+    /// [`AhTable::stats_exact`]: exact for every look-up that has returned;
+    /// while look-ups run, a snapshot may miss up to 255 hits of a slot whose
+    /// 256th hit is between its CAS and its carry (so two snapshots taken
+    /// during a run may even decrease).
     pub hits: u64,
     /// Look-ups that went to the slow path (including those that then found
     /// the entry another thread had just created).
@@ -615,6 +639,10 @@ pub struct TableStats {
 #[derive(Debug)]
 struct Counters {
     misses: AtomicU64,
+    /// Slots holding an entry or a create: +1 when a claim takes a free
+    /// slot, −1 when a slot goes back to `FREE` (a move between windows
+    /// does both).
+    entries: AtomicU64,
     creates: AtomicU64,
     destroys: AtomicU64,
     evictions: AtomicU64,
@@ -629,6 +657,7 @@ impl Counters {
         fn new() -> Counters {
             Counters {
                 misses: AtomicU64::new(0),
+                entries: AtomicU64::new(0),
                 creates: AtomicU64::new(0),
                 destroys: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
@@ -704,10 +733,13 @@ enum Verdict {
 /// The table does not own the backend: every method that may create or
 /// destroy an AH takes it as `hal`. Use one backend per table.
 pub struct AhTable<H, const N: usize> {
-    slots: [HotSlot; N],
-    cold: [ColdSlot; N],
+    slots: [Slot; N],
     writer: CachePadded<AtomicBool>,
     counters: CachePadded<Counters>,
+    /// Hits carried out of the slots' hit fields (256 at a time) and
+    /// published by sessions: its own line, written once per 256 hits of a
+    /// slot.
+    hits: CachePadded<AtomicU64>,
     hand: CachePadded<AtomicU64>,
     /// The first generation of this table's slots (0: not drawn yet).
     seed: AtomicU64,
@@ -783,10 +815,10 @@ impl<H, const N: usize> AhTable<H, N> {
     pub const fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
         AhTable {
-            slots: [const { HotSlot::new() }; N],
-            cold: [const { ColdSlot::new() }; N],
+            slots: [const { Slot::new() }; N],
             writer: CachePadded::new(AtomicBool::new(false)),
             counters: CachePadded::new(Counters::new()),
+            hits: CachePadded::new(AtomicU64::new(0)),
             hand: CachePadded::new(AtomicU64::new(0)),
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
@@ -808,10 +840,10 @@ impl<H, const N: usize> AhTable<H, N> {
     pub fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
         AhTable {
-            slots: core::array::from_fn(|_| HotSlot::new()),
-            cold: core::array::from_fn(|_| ColdSlot::new()),
+            slots: core::array::from_fn(|_| Slot::new()),
             writer: CachePadded::new(AtomicBool::new(false)),
             counters: CachePadded::new(Counters::new()),
+            hits: CachePadded::new(AtomicU64::new(0)),
             hand: CachePadded::new(AtomicU64::new(0)),
             seed: AtomicU64::new(0),
             clock: CachePadded::new(AtomicU64::new(0)),
@@ -827,36 +859,44 @@ impl<H, const N: usize> AhTable<H, N> {
         N
     }
 
-    /// The counters.
+    /// The counters, in O(1): table-wide counters updated by the slow
+    /// paths (claim, create, eviction, retirement, destroy), and the hits
+    /// carried out of the slots' lifecycle words 256 at a time (a hit
+    /// writes nothing shared but its slot's word), so
+    /// [`hits`](TableStats::hits) may lag the hits made by up to 255 per slot.
+    /// [`stats_exact`](Self::stats_exact) adds them.
     pub fn stats(&self) -> TableStats {
         let c = &*self.counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut hits = 0u64;
-        let mut entries = 0u64;
-        for s in &self.slots {
-            // The carried hits, then the word's hit field: a hit that wraps
-            // the field adds its carry after its CAS, so a snapshot taken
-            // meanwhile may lag by up to 256 hits on that slot.
-            let carried = ld(&s.hits);
-            let m = s.meta.load(Ordering::Relaxed);
-            hits = hits.wrapping_add(carried).wrapping_add(hit_field(m));
-            let st = state(m);
-            entries = entries.wrapping_add(u64::from(st == LIVE || st == RETIRED || st == CREATING));
-        }
         let (creates, destroys) = (ld(&c.creates), ld(&c.destroys));
         TableStats {
-            hits,
+            hits: ld(&self.hits),
             misses: ld(&c.misses),
             creates,
             destroys,
             evictions: ld(&c.evictions),
             retirements: ld(&c.retirements),
             live: creates.saturating_sub(destroys),
-            entries,
+            entries: ld(&c.entries),
             backend_failures: ld(&c.backend_failures),
             pending: ld(&c.pending),
             relocations: ld(&c.relocations),
         }
+    }
+
+    /// [`stats`](Self::stats) with [`hits`](TableStats::hits) exact for
+    /// every look-up that has returned: the carried hits plus every slot's
+    /// hit field (O(N): reads each slot's word). While look-ups run, a
+    /// snapshot may still miss up to 255 hits of a slot whose 256th hit is
+    /// between its CAS and its carry.
+    pub fn stats_exact(&self) -> TableStats {
+        // The carried hits first, then the fields: a hit that wraps a field
+        // adds its carry after its CAS, so the sum may lag, never lead.
+        let mut st = self.stats();
+        for s in &self.slots {
+            st.hits = st.hits.wrapping_add(hit_field(s.meta.load(Ordering::Relaxed)).0);
+        }
+        st
     }
 
     /// Sets the table clock, in whatever unit the caller uses for
@@ -867,7 +907,7 @@ impl<H, const N: usize> AhTable<H, N> {
     }
 
     #[inline(always)]
-    fn key_matches(slot: &HotSlot, key: &Key) -> bool {
+    fn key_matches(slot: &Slot, key: &Key) -> bool {
         let [k0, k1, k2, k3] = &slot.key;
         let [w0, w1, w2, w3] = key.0;
         ((k0.load(Ordering::Relaxed) ^ w0)
@@ -877,7 +917,7 @@ impl<H, const N: usize> AhTable<H, N> {
             == 0
     }
 
-    fn read_key(slot: &HotSlot) -> Key {
+    fn read_key(slot: &Slot) -> Key {
         let mut k = [0u64; KEY_WORDS];
         for (d, s) in k.iter_mut().zip(&slot.key) {
             *d = s.load(Ordering::Relaxed);
@@ -995,10 +1035,10 @@ impl<H, const N: usize> AhTable<H, N> {
                     Ok(_) => {
                         // This hit wrapped the hit field (refcount ≥ 1, so the
                         // word is below `HIT_STEP` exactly when the field is
-                        // 0): carry 256 into the slot's counter, once per 256
+                        // 0): carry 256 into the table's counter, once per 256
                         // hits.
                         if next < HIT_STEP {
-                            slot.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
+                            self.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
                         }
                         return Probe::Hit(idx as u32, generation(m), token);
                     }
@@ -1165,16 +1205,14 @@ impl<H, const N: usize> AhTable<H, N> {
     }
 
     /// Under the writer lock: moves the unreferenced live entry of slot
-    /// `src` to the free slot `dst` (key, AH, cold facts; the hit counts stay
+    /// `src` to the free slot `dst` (key, AH, L2 facts and stamps; the hit counts stay
     /// with the slots). `src` is `BUSY` before `dst` is `LIVE`, so at most
     /// one live entry has the key at any time; a reader that looks while
     /// the entry moves misses and takes the slow path, which waits for this
     /// lock. `false` (and nothing changed) if `src` is no longer live and
     /// unreferenced.
     fn relocate(&self, src: usize, dst: usize) -> bool {
-        let (Some(s), Some(d), Some(sc), Some(dc)) =
-            (self.slots.get(src), self.slots.get(dst), self.cold.get(src), self.cold.get(dst))
-        else {
+        let (Some(s), Some(d)) = (self.slots.get(src), self.slots.get(dst)) else {
             return false;
         };
         let m = s.meta.load(Ordering::Acquire);
@@ -1192,20 +1230,17 @@ impl<H, const N: usize> AhTable<H, N> {
             s.meta.store(m, Ordering::Release);
             return false;
         }
-        let generation = if generation(md) == 0 { self.seed() } else { next_generation(md) };
+        let generation = if generation(md) == 0 { Gen(self.seed()) } else { next_generation(md) };
         // Orders the BUSY CAS before the stores (the seqlock write side).
         fence(Ordering::Release);
         for (to, from) in d.key.iter().zip(&s.key) {
             to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         d.ah.store(s.ah.load(Ordering::Relaxed), Ordering::Relaxed);
-        for (to, from) in dc.l2.iter().zip(&sc.l2) {
-            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        dc.born.store(sc.born.load(Ordering::Relaxed), Ordering::Relaxed);
-        dc.gid_generation.store(sc.gid_generation.load(Ordering::Relaxed), Ordering::Relaxed);
-        d.meta.store(rebuild(md, generation, LIVE, m & USED != 0, 0), Ordering::Release);
-        s.meta.store(rebuild(m, self::generation(m), FREE, false, 0), Ordering::Release);
+        d.l2.store(s.l2.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.stamp.store(s.stamp.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.meta.store(rebuild(md, generation, LIVE, clock(m), Refs(0)), Ordering::Release);
+        s.meta.store(rebuild(m, Gen(self::generation(m)), FREE, Clock::Clear, Refs(0)), Ordering::Release);
         bump(&self.counters.relocations);
         true
     }
@@ -1228,21 +1263,25 @@ impl<H, const N: usize> AhTable<H, N> {
     /// publishes it as `CREATING` with the next generation.
     fn publish_claim(&self, idx: usize, m: u64, key: &Key, victim: Option<u64>) -> Claim {
         let Some(slot) = self.slots.get(idx) else { return Claim::Full };
-        let generation = if generation(m) == 0 { self.seed() } else { next_generation(m) };
+        let generation = if generation(m) == 0 { Gen(self.seed()) } else { next_generation(m) };
+        if victim.is_none() {
+            // A free slot becomes an entry (an evicted one stays one).
+            bump(&self.counters.entries);
+        }
         // Orders the BUSY CAS before the key stores (the seqlock write side).
         fence(Ordering::Release);
         for (d, w) in slot.key.iter().zip(key.0) {
             d.store(w, Ordering::Relaxed);
         }
         // The BUSY word kept `m`'s hit field, and so does this one.
-        let creating = rebuild(m, generation, CREATING, false, 0);
+        let creating = rebuild(m, generation, CREATING, Clock::Clear, Refs(0));
         slot.meta.store(creating, Ordering::Release);
         Claim::Claimed(idx, creating, victim)
     }
 
     /// Every slot: `LIVE` entries for which `judge` says so are retired.
     /// Returns how many were retired.
-    fn sweep(&self, hal: &H, judge: impl Fn(&Key, &ColdSlot) -> Verdict) -> usize
+    fn sweep(&self, hal: &H, judge: impl Fn(&Key, u64) -> Verdict) -> usize
     where
         H: Hal,
         H::Ah: AhToken,
@@ -1255,17 +1294,18 @@ impl<H, const N: usize> AhTable<H, N> {
             SweepGuard(&self.sweeping)
         });
         let mut retired = 0usize;
-        for (idx, (slot, cold)) in self.slots.iter().zip(&self.cold).enumerate() {
+        for (idx, slot) in self.slots.iter().enumerate() {
             let mut m = slot.meta.load(Ordering::Acquire);
             while state(m) == LIVE {
                 let key = Self::read_key(slot);
-                let verdict = judge(&key, cold);
+                let st = slot.stamp.load(Ordering::Relaxed);
+                let verdict = judge(&key, st);
                 fence(Ordering::Acquire);
                 match verdict {
                     Verdict::Keep => break,
                     Verdict::Restamp(g) => {
                         if slot.meta.load(Ordering::Relaxed) == m {
-                            cold.gid_generation.store(g, Ordering::Relaxed);
+                            slot.stamp.store(restamp(st, g), Ordering::Relaxed);
                         }
                         break;
                     }
@@ -1483,14 +1523,14 @@ where
         creating: u64,
         attr: &AhAttr,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
+        let Some(slot) = self.slots.get(idx) else {
             return Err(TableError::Full);
         };
         // Frees the slot on every way out but success, including a backend
         // that panics (and unwinds) inside `resolve_l2` or `create_ah`:
         // waiters on the same key then find the slot free and retry instead
         // of waiting for a create that will never finish.
-        let guard = FreeOnDrop { meta: &slot.meta, creating };
+        let guard = FreeOnDrop { meta: &slot.meta, entries: &self.counters.entries, creating };
         let fail = |e: H::Error| {
             bump(&self.counters.backend_failures);
             Err(TableError::Backend(e))
@@ -1518,14 +1558,11 @@ where
         bump(&self.counters.creates);
         let token = ah.into_token();
         slot.ah.store(token, Ordering::Relaxed);
-        let [l0, l1] = pack_l2(l2.as_ref());
-        let [c0, c1] = &cold.l2;
-        c0.store(l0, Ordering::Relaxed);
-        c1.store(l1, Ordering::Relaxed);
-        cold.born.store(self.clock.load(Ordering::Relaxed), Ordering::Relaxed);
-        cold.gid_generation.store(gid_generation, Ordering::Relaxed);
+        let (l0, l1) = pack_l2(l2.as_ref());
+        slot.l2.store(l0, Ordering::Relaxed);
+        slot.stamp.store(stamp(l1, gid_generation, self.clock.load(Ordering::Relaxed)), Ordering::Relaxed);
         let generation = generation(creating);
-        let live = rebuild(creating, generation, LIVE, true, 1);
+        let live = rebuild(creating, Gen(generation), LIVE, Clock::Used, Refs(1));
         core::mem::forget(guard);
         slot.meta.store(live, Ordering::Release);
         if hal.gid_generation(port) != gid_generation {
@@ -1576,7 +1613,8 @@ where
     fn destroy_and_free(&self, hal: &H, idx: usize, m: u64, token: u64) -> Result<(), H::Error> {
         let r = self.destroy(hal, token);
         if let Some(slot) = self.slots.get(idx) {
-            slot.meta.store(rebuild(m, generation(m), FREE, false, 0), Ordering::Release);
+            slot.meta.store(rebuild(m, Gen(generation(m)), FREE, Clock::Clear, Refs(0)), Ordering::Release);
+            self.counters.entries.fetch_sub(1, Ordering::Relaxed);
         }
         r
     }
@@ -1652,7 +1690,8 @@ where
                 return Err(TableError::StaleHandle);
             }
             let last = st == RETIRED && refs(m) == n;
-            let new = if last { rebuild(m, generation, BUSY, false, 0) } else { m.wrapping_sub(n) | used };
+            let new =
+                if last { rebuild(m, Gen(generation), BUSY, Clock::Clear, Refs(0)) } else { m.wrapping_sub(n) | used };
             match slot.meta.compare_exchange_weak(m, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if last => {
                     let token = slot.ah.load(Ordering::Relaxed);
@@ -1688,7 +1727,7 @@ where
     /// (`Ok(None)` on InfiniBand).
     pub fn l2(&self, handle: &AhHandle<H::Ah>) -> Result<Option<L2Info>, TableError<H::Error>> {
         let idx = handle.slot as usize;
-        let (Some(slot), Some(cold)) = (self.slots.get(idx), self.cold.get(idx)) else {
+        let Some(slot) = self.slots.get(idx) else {
             return Err(TableError::StaleHandle);
         };
         let m = slot.meta.load(Ordering::Acquire);
@@ -1697,8 +1736,7 @@ where
             return Err(TableError::StaleHandle);
         }
         // Stable: the handle's reference keeps the slot from being reused.
-        let [c0, c1] = &cold.l2;
-        Ok(unpack_l2([c0.load(Ordering::Relaxed), c1.load(Ordering::Relaxed)]))
+        Ok(unpack_l2(slot.l2.load(Ordering::Relaxed), slot.stamp.load(Ordering::Relaxed)))
     }
 
     /// After a GID-table change on `new`'s port: retires every entry of that
@@ -1710,14 +1748,15 @@ where
     /// entries were retired.
     pub fn retire_gid_change<const M: usize>(&self, hal: &H, old: &GidTable<M>, new: &GidTable<M>) -> usize {
         let (port, g_old, g_new) = (new.port_num(), old.generation(), new.generation());
-        self.sweep(hal, |key, cold| {
-            let g = cold.gid_generation.load(Ordering::Relaxed);
-            if key.port() != port || g == g_new {
+        self.sweep(hal, |key, st| {
+            if key.port() != port || gid_matches(st, g_new) {
                 return Verdict::Keep;
             }
             match key.sgid_index() {
                 None => Verdict::Restamp(g_new),
-                Some(i) if g == g_old && old.get(u32::from(i)) == new.get(u32::from(i)) => Verdict::Restamp(g_new),
+                Some(i) if gid_matches(st, g_old) && old.get(u32::from(i)) == new.get(u32::from(i)) => {
+                    Verdict::Restamp(g_new)
+                }
                 Some(_) => Verdict::Retire,
             }
         })
@@ -1728,13 +1767,7 @@ where
     /// destination MAC can go stale. Returns how many entries were retired.
     pub fn retire_older_than(&self, hal: &H, max_age: u64) -> usize {
         let now = self.clock.load(Ordering::Relaxed);
-        self.sweep(hal, |_, cold| {
-            if now.saturating_sub(cold.born.load(Ordering::Relaxed)) >= max_age {
-                Verdict::Retire
-            } else {
-                Verdict::Keep
-            }
-        })
+        self.sweep(hal, |_, st| if born_age(st, now) >= max_age { Verdict::Retire } else { Verdict::Keep })
     }
 
     /// Retires every entry. Returns how many entries were retired.
@@ -1748,13 +1781,16 @@ where
 /// entry is published.
 struct FreeOnDrop<'a> {
     meta: &'a AtomicU64,
+    /// The table's entry count, which the freed slot leaves.
+    entries: &'a AtomicU64,
     creating: u64,
 }
 
 impl Drop for FreeOnDrop<'_> {
     fn drop(&mut self) {
         let m = self.creating;
-        self.meta.store(rebuild(m, generation(m), FREE, false, 0), Ordering::Release);
+        self.meta.store(rebuild(m, Gen(generation(m)), FREE, Clock::Clear, Refs(0)), Ordering::Release);
+        self.entries.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

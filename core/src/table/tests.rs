@@ -100,6 +100,33 @@ fn attr(i: u8) -> AhAttr {
 
 type T8 = AhTable<Counting, 8>;
 
+/// `stats_exact`, after checking it against `stats` (the O(1) counters) and
+/// against a walk of the slots: every counter but `hits` is the same,
+/// `entries` is the number of slots holding an entry or a create, and the
+/// O(1) `hits` lags the exact one by the slots' hit fields alone.
+trait Checked {
+    fn checked_stats(&self) -> TableStats;
+}
+
+impl<H: Hal, const N: usize> Checked for AhTable<H, N>
+where
+    H::Ah: AhToken,
+{
+    fn checked_stats(&self) -> TableStats {
+        let (fast, exact) = (self.stats(), self.stats_exact());
+        let walked = self
+            .slots
+            .iter()
+            .filter(|s| matches!(state(s.meta.load(Ordering::Relaxed)), LIVE | RETIRED | CREATING))
+            .count() as u64;
+        assert_eq!(exact.entries, walked, "the entry counter is the walk's count");
+        let fields: u64 = self.slots.iter().map(|s| hit_field(s.meta.load(Ordering::Relaxed)).0).sum();
+        assert_eq!(exact.hits, fast.hits + fields, "stats_exact = the carried hits + the hit fields");
+        assert_eq!(TableStats { hits: exact.hits, ..fast }, exact, "the other counters are the O(1) ones");
+        exact
+    }
+}
+
 #[test]
 fn hit_shares_one_ah() {
     let hal = Counting::default();
@@ -111,7 +138,7 @@ fn hit_shares_one_ah() {
     assert_eq!(c.ah(), a.ah());
     assert_eq!(hal.attr_of(a.ah()), Some(attr(1)));
     assert_eq!(t.l2(&a).unwrap().unwrap().dmac[5], 1);
-    let s = t.stats();
+    let s = t.checked_stats();
     assert_eq!((s.hits, s.misses, s.creates, s.live, s.entries), (2, 1, 1, 1, 1));
     for h in [a, b, c] {
         t.release(&hal, h).unwrap();
@@ -139,7 +166,7 @@ fn prepared_lookups_are_the_plain_ones() {
     for h in [&b, &c, &d] {
         assert_eq!((h.ah(), h.slot(), h.generation()), (a.ah(), a.slot(), a.generation()));
     }
-    let s = t.stats();
+    let s = t.checked_stats();
     assert_eq!((s.hits, s.misses, s.creates, s.live), (3, 1, 1, 1));
     // The same prepared attribute serves a table of another size.
     let e = other.get_or_create(&hal, &p).unwrap();
@@ -196,7 +223,7 @@ fn retired_entry_lives_until_last_release() {
     t.release(&hal, a2).unwrap();
     assert_eq!(hal.live(), 1, "last release destroys the retired AH");
     t.release(&hal, b).unwrap();
-    let s = t.stats();
+    let s = t.checked_stats();
     assert_eq!((s.creates, s.destroys, s.retirements, s.live), (2, 1, 1, 1));
 }
 
@@ -218,12 +245,12 @@ fn full_window_and_eviction() {
     for h in &held {
         assert!(hal.attr_of(h.ah()).is_some());
     }
-    assert_eq!(t.stats().evictions, 1);
+    assert_eq!(t.checked_stats().evictions, 1);
     held.push(n);
     for h in held {
         t.release(&hal, h).unwrap();
     }
-    assert_eq!(hal.live() as u64, t.stats().live);
+    assert_eq!(hal.live() as u64, t.checked_stats().live);
 }
 
 #[test]
@@ -243,7 +270,7 @@ fn out_of_resources_evicts_and_retries() {
     assert_eq!(t.get_or_create(&hal, &attr(5)).err(), Some(TableError::Backend(ErrorKind::InvalidArgument)));
     t.release(&hal, a).unwrap();
     t.release(&hal, c).unwrap();
-    let s = t.stats();
+    let s = t.checked_stats();
     assert_eq!(s.live, hal.live() as u64);
     assert!(s.backend_failures >= 3);
 }
@@ -352,7 +379,7 @@ fn a_panicking_backend_does_not_wedge_the_key() {
     assert!(r.is_err(), "the backend's panic propagates");
     // The slot was freed on unwind: the same key is created normally, at once.
     assert_eq!(t.try_get_or_create(&hal, &attr(1)).map(|h| t.release(&hal, h)), Ok(Ok(())));
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!((st.creates, st.live, st.entries), (1, 1, 1));
     assert_eq!(hal.live(), 1);
 }
@@ -367,7 +394,7 @@ fn hits_are_exact_across_wraps_and_reuse() {
     let hal = Counting::default();
     let t: AhTable<Counting, 1> = AhTable::new();
     let mut hits = 0u64;
-    let check = |hits: u64| assert_eq!(t.stats().hits, hits);
+    let check = |hits: u64| assert_eq!(t.checked_stats().hits, hits);
     // Hit-and-release, 600 times: the field wraps twice.
     let h = t.get_or_create(&hal, &attr(1)).unwrap();
     t.release(&hal, h).unwrap();
@@ -389,7 +416,7 @@ fn hits_are_exact_across_wraps_and_reuse() {
     check(hits);
     // Eviction by another key: the slot is reused, the hits stay.
     let h = t.get_or_create(&hal, &attr(2)).unwrap();
-    assert_eq!(t.stats().evictions, 1);
+    assert_eq!(t.checked_stats().evictions, 1);
     check(hits);
     for _ in 0..200 {
         t.release(&hal, t.get(&attr(2)).unwrap()).unwrap();
@@ -424,7 +451,7 @@ fn hits_are_exact_across_wraps_and_reuse() {
     for h in [h, again] {
         t.release(&hal, h).unwrap();
     }
-    let s = t.stats();
+    let s = t.checked_stats();
     assert_eq!((s.hits, s.misses), (hits, 6));
     assert_eq!((hal.bad.load(Ordering::Relaxed), s.live), (0, hal.live() as u64));
 }
@@ -476,7 +503,7 @@ fn session_hits_are_table_hits_without_a_shared_write() {
     assert_eq!(refs_at(&t, plain.slot()), 1, "dropping the session gives its references back");
     t.release(&hal, plain).unwrap();
     // Every look-up counted once: 1 + 1 + LEASE + 3 × LEASE.
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!(st.hits + st.misses, 2 + 4 * u64::from(LEASE));
     assert_eq!((st.misses, st.creates, hal.live()), (1, 1, 1));
 }
@@ -502,7 +529,7 @@ fn session_and_retirement() {
     assert_eq!(hal.live(), 1, "the last release destroyed the retired AH");
     s.release(c).unwrap();
     drop(s);
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!((st.creates, st.destroys, st.live, st.retirements), (2, 1, 1, 1));
     assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
 }
@@ -542,7 +569,7 @@ fn sessions_give_leases_back_when_the_table_is_full() {
     for i in 0..4 {
         assert_eq!(refs_at(&t, i), 0);
     }
-    assert_eq!(t.stats().live, hal.live() as u64);
+    assert_eq!(t.checked_stats().live, hal.live() as u64);
     assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
 }
 
@@ -572,7 +599,7 @@ fn a_two_way_session_under_three_keys() {
     for i in 0..8 {
         assert_eq!(refs_at(&t, i), 0);
     }
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!(st.hits + st.misses, 200);
     assert_eq!(st.creates, 3);
 }
@@ -643,7 +670,7 @@ fn relocation_keeps_entries_and_never_moves_referenced_ones() {
             t.release(&hal, h).unwrap();
         }
     }
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!((st.evictions, st.creates, st.entries), (0, n, n), "{n} of {N} slots without an eviction");
     assert!(st.relocations > 0, "this load needs displacement: {st:?}");
     for (i, a) in ahs.iter().enumerate() {
@@ -706,7 +733,7 @@ fn crafted_addresses_need_the_seed() {
             t.release(&hal, h).unwrap();
         }
         let victim_cached = t.get(&victim).map(|h| t.release(&hal, h).unwrap()).is_some();
-        (t.stats().evictions, victim_cached)
+        (t.checked_stats().evictions, victim_cached)
     };
     let (evictions, victim_cached) = attack(KNOWN);
     assert!(evictions > 0 && !victim_cached, "known seed: {evictions} evictions, victim cached: {victim_cached}");
@@ -740,7 +767,7 @@ fn a_thrashing_session_takes_the_shared_path() {
         }
     }
     assert!(bypassed, "64 peers in a cycle through 4 leases do not pay");
-    let st = t.stats();
+    let st = t.checked_stats();
     assert_eq!(st.hits + st.misses + s.unpublished_hits(), lookups);
     drop(s);
     let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
