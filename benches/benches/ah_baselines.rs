@@ -44,9 +44,10 @@ use udah_core::wire::Area;
 /// Length of a peer stream (a power of two).
 const STREAM: usize = 1 << 20;
 
-/// Peer counts and the udah table's slots for each.
+/// Peer counts (udah's table: 2⁸ and 2¹⁷ slots, see `real_main`).
 const PEERS: [usize; 2] = [64, 100_000];
 
+/// Thread counts.
 const THREADS: [usize; 2] = [1, 2];
 
 /// The implementations, in the order of the rows and of the ratio table.
