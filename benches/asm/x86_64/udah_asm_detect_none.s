@@ -7,66 +7,47 @@
 	cmpb $27, %cl
 	sete %al
 	andb %dl, %al
-	movzwl 38(%rdi), %esi
-	rolw $8, %si
-	movzwl 36(%rdi), %r8d
-	movd %r8d, %xmm0
-	movdqu 20(%rdi), %xmm1
-	movdqa %xmm1, %xmm2
-	psrlw $8, %xmm2
-	psllw $8, %xmm1
-	por %xmm2, %xmm1
-	movdqa %xmm0, %xmm2
-	psrlw $8, %xmm2
-	psllw $8, %xmm0
-	por %xmm2, %xmm0
-	shufps $228, %xmm1, %xmm0
-	shufps $216, %xmm0, %xmm0
-	pshuflw $232, %xmm0, %xmm0
-	pshufd $236, %xmm0, %xmm0
-	pshuflw $57, %xmm0, %xmm0
-	pxor %xmm2, %xmm2
-	punpcklwd %xmm2, %xmm0
-	punpcklwd %xmm2, %xmm1
-	paddd %xmm0, %xmm1
-	movzwl %si, %esi
-	pshufd $238, %xmm1, %xmm0
-	paddd %xmm1, %xmm0
-	pshufd $85, %xmm0, %xmm1
-	paddd %xmm0, %xmm1
-	movd %xmm1, %r8d
-	addl %esi, %r8d
-	movzwl %r8w, %esi
+	movl 20(%rdi), %esi
+	movl 24(%rdi), %r8d
+	addq %rsi, %r8
+	movzwl 28(%rdi), %esi
+	movl 32(%rdi), %r9d
+	addq %rsi, %r9
+	addq %r8, %r9
+	movl 36(%rdi), %esi
+	addq %r9, %rsi
+	movzwl %si, %r8d
+	shrq $16, %rsi
+	addq %r8, %rsi
+	movzwl %si, %r8d
+	shrq $16, %rsi
+	addl %r8d, %esi
+	movl %esi, %r8d
 	shrl $16, %r8d
 	addl %esi, %r8d
-	movl %r8d, %esi
-	shrl $16, %esi
-	addl %r8d, %esi
-	movzwl 30(%rdi), %r8d
 	cmpb $17, %cl
 	sete %cl
 	andb %dl, %cl
 	movl %eax, %edx
 	orb %cl, %dl
 	cmpb $69, 20(%rdi)
-	sete %dil
-	rolw $8, %r8w
-	xorl %esi, %r8d
-	cmpw $-1, %r8w
 	sete %sil
-	andb %dil, %sil
-	movl %edx, %edi
-	orb %sil, %dil
-	xorb $5, %dil
+	xorw 30(%rdi), %r8w
+	cmpw $-1, %r8w
+	sete %dil
+	andb %sil, %dil
+	movl %edx, %esi
+	orb %dil, %sil
+	xorb $5, %sil
 	addb $3, %dl
-	movzbl %dil, %edi
+	movzbl %sil, %esi
 	testb %cl, %cl
 	movl $2, %ecx
-	cmovel %edi, %ecx
+	cmovel %esi, %ecx
 	testb %al, %al
-	movl $1, %edi
-	cmovel %ecx, %edi
+	movl $1, %esi
+	cmovel %ecx, %esi
 	movzbl %dl, %eax
-	testb %sil, %sil
-	cmovel %edi, %eax
+	testb %dil, %dil
+	cmovel %esi, %eax
 	retq
