@@ -542,7 +542,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
     let mut ns: Vec<f64> = results.iter().flat_map(|r| r.0.iter().copied()).collect();
     ns.sort_by(f64::total_cmp);
     let messages = per_thread * args.threads as u64;
-    let st = TABLE.stats();
+    let st = TABLE.stats_exact();
     let mut e2e_refused: Vec<(String, usize)> = refused.into_iter().collect();
     e2e_refused.sort_by_key(|r| core::cmp::Reverse(r.1));
     Ok(Summary {

@@ -1106,7 +1106,7 @@ fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
 
 #[cfg(feature = "ibverbs")]
 fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Duration) {
-    let t = engine.table().stats();
+    let t = engine.table().stats_exact();
     let h = hal.stats();
     println!(
         "received {}, answered {}, failed: completion {} AH {} send {} send-error {}; AH table: {} hits {} misses \
