@@ -1,10 +1,10 @@
-//! The real-libibverbs oracle (`shared/oracle/ibv-oracle`) as a timing
+//! The real-libibverbs oracle (the repository's `oracle/ibv-oracle`) as a timing
 //! anchor: build it if needed, feed it cases, read its `--bench` median.
 //!
 //! The oracle calls the real `ibv_init_ah_from_wc` of libibverbs 44 against a
 //! fake GID source that costs about 28 ns per query (no system call), so the
 //! ratio it gives is a lower bound of what udah saves on real hardware
-//! (`shared/oracle/README.md`, "Timing anchor").
+//! (`oracle/README.md`, "Timing anchor").
 
 use core::fmt::Write as _;
 use std::io::Write as _;
@@ -33,8 +33,9 @@ pub fn public_corpus_path() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// The oracle binary, `<workspace>/target/oracle/ibv-oracle`, built with
-/// `make -C <shared>/oracle OUT=<workspace>/target/oracle` when missing.
+/// The oracle binary, `<workspace>/target/oracle/ibv-oracle`, built from the
+/// repository's own `oracle/` (`make -C <workspace>/oracle
+/// OUT=<workspace>/target/oracle`) when missing: it needs no shared folder.
 /// The error says why it could not be had.
 pub fn oracle_binary() -> Result<PathBuf, String> {
     let out = workspace_dir().join("target/oracle");
@@ -42,10 +43,9 @@ pub fn oracle_binary() -> Result<PathBuf, String> {
     if bin.is_file() {
         return Ok(bin);
     }
-    let shared = shared_dir().ok_or("no shared folder (set UDAH_SHARED)")?;
     let res = Command::new("make")
         .arg("-C")
-        .arg(shared.join("oracle"))
+        .arg(workspace_dir().join("oracle"))
         .arg(format!("OUT={}", out.display()))
         .output()
         .map_err(|e| format!("cannot run make: {e}"))?;
