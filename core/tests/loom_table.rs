@@ -25,10 +25,14 @@ mod tests {
     use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
     use udah_core::table::{AhTable, Session, TableError};
 
-    /// Tokens are 1..=63; `live` has bit t set while AH t exists; `attrs`
-    /// holds each token's DLID (8 bits per token, tokens ≤ 8).
+    /// The models' backend. Tokens come from a counter (1..8, the default:
+    /// `dlids` keeps each token's DLID, 8 bits per token) or, with
+    /// [`by_dlid`](Self::by_dlid), are the key's DLID itself (< 64, so a
+    /// second live AH for one key shows). `live` has bit t set while AH t
+    /// exists; `bad` counts a create of a live token and a destroy of a dead one.
     #[derive(Default)]
     struct LoomHal {
+        by_dlid: bool,
         next: AtomicU64,
         live: AtomicU64,
         dlids: AtomicU64,
@@ -56,10 +60,19 @@ mod tests {
             Ok(None)
         }
         fn create_ah(&self, attr: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
-            let t = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-            assert!(t < 8);
-            self.dlids.fetch_or(u64::from(attr.dlid as u8) << (8 * t), Ordering::Relaxed);
-            self.live.fetch_or(1 << t, Ordering::AcqRel);
+            let t = if self.by_dlid {
+                let t = u64::from(attr.dlid);
+                assert!(t < 64);
+                t
+            } else {
+                let t = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+                assert!(t < 8);
+                self.dlids.fetch_or(u64::from(attr.dlid as u8) << (8 * t), Ordering::Relaxed);
+                t
+            };
+            if self.live.fetch_or(1 << t, Ordering::AcqRel) & (1 << t) != 0 {
+                self.bad.fetch_add(1, Ordering::Relaxed);
+            }
             self.creates.fetch_add(1, Ordering::Relaxed);
             Ok(t)
         }
@@ -73,10 +86,17 @@ mod tests {
     }
 
     impl LoomHal {
+        /// A backend whose token is the key's DLID.
+        fn by_dlid() -> LoomHal {
+            LoomHal { by_dlid: true, ..LoomHal::default() }
+        }
         fn alive(&self, t: u64) -> bool {
             self.live.load(Ordering::Acquire) & (1 << t) != 0
         }
         fn dlid_of(&self, t: u64) -> u16 {
+            if self.by_dlid {
+                return t as u16;
+            }
             ((self.dlids.load(Ordering::Relaxed) >> (8 * t)) & 0xff) as u16
         }
         fn check_end<const N: usize>(&self, table: &AhTable<LoomHal, N>) {
@@ -321,62 +341,17 @@ mod tests {
         });
     }
 
-    /// A backend whose AH token is the key's DLID (< 64): `live` has bit
-    /// `dlid` set while that AH exists, so a second live AH for one key, a
-    /// double destroy and a hit on another key's AH all show.
-    #[derive(Default)]
-    struct MoveHal {
-        live: AtomicU64,
-        creates: AtomicU64,
-        bad: AtomicU64,
-    }
-
-    impl ErrorType for MoveHal {
-        type Error = ErrorKind;
-    }
-
-    impl Hal for MoveHal {
-        type Ah = u64;
-        fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-            Ok(PortInfo::new(port, udah_core::LinkLayer::Infiniband, 1))
-        }
-        fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
-            Ok(())
-        }
-        fn gid_generation(&self, _: u8) -> u64 {
-            0
-        }
-        fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
-            Ok(None)
-        }
-        fn create_ah(&self, attr: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> {
-            let t = u64::from(attr.dlid);
-            assert!(t < 64);
-            if self.live.fetch_or(1 << t, Ordering::AcqRel) & (1 << t) != 0 {
-                self.bad.fetch_add(1, Ordering::Relaxed);
-            }
-            self.creates.fetch_add(1, Ordering::Relaxed);
-            Ok(t)
-        }
-        fn destroy_ah(&self, t: u64) -> Result<(), ErrorKind> {
-            if self.live.fetch_and(!(1 << t), Ordering::AcqRel) & (1 << t) == 0 {
-                self.bad.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(())
-        }
-    }
-
     /// Slots of the move model's table: two windows of 8 per key.
     const MOVE_SLOTS: usize = 16;
     /// Keys (DLIDs 1..=15) put in the table before the race: one slot is left free.
     const MOVE_FILL: u16 = 15;
 
-    type MoveTable = AhTable<MoveHal, MOVE_SLOTS>;
+    type MoveTable = AhTable<LoomHal, MOVE_SLOTS>;
 
     /// The table of the move model before its threads start: keys
     /// 1..=`MOVE_FILL` created and released (cached, unreferenced).
-    fn filled() -> Arc<(MoveTable, MoveHal)> {
-        let s = Arc::new((MoveTable::new(), MoveHal::default()));
+    fn filled() -> Arc<(MoveTable, LoomHal)> {
+        let s = Arc::new((MoveTable::new(), LoomHal::by_dlid()));
         for d in 1..=MOVE_FILL {
             let h = s.0.get_or_create(&s.1, &attr(d)).unwrap();
             s.0.release(&s.1, h).unwrap();
@@ -385,7 +360,7 @@ mod tests {
     }
 
     /// The slot of key `dlid` (a `get` and its release), if it is in the table.
-    fn slot_of(s: &(MoveTable, MoveHal), dlid: u16) -> Option<usize> {
+    fn slot_of(s: &(MoveTable, LoomHal), dlid: u16) -> Option<usize> {
         let h = s.0.get(&attr(dlid))?;
         let slot = h.slot();
         s.0.release(&s.1, h).unwrap();
@@ -447,7 +422,7 @@ mod tests {
                 thread::spawn(move || {
                     let Some(h) = s.0.get(&attr(e)) else { return false };
                     assert_eq!(h.ah(), u64::from(e), "hit on another key's AH");
-                    assert!(s.1.live.load(Ordering::Acquire) & (1 << e) != 0, "hit on a destroyed AH");
+                    assert!(s.1.alive(u64::from(e)), "hit on a destroyed AH");
                     s.0.release(&s.1, h).unwrap();
                     true
                 })
