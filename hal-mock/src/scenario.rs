@@ -220,7 +220,7 @@ impl Scenario {
         // InfiniBand peers past the first IB_BASE_LIDS, which share base LIDs.
         let mut ib_extra = 0u32;
         for k in 0..peers as u32 {
-            if k as usize % PEERS_PER_DEVICE == 0 {
+            if (k as usize).is_multiple_of(PEERS_PER_DEVICE) {
                 device = fabric.add_device();
             }
             let family = families[k as usize % families.len()];
