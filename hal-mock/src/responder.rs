@@ -214,3 +214,24 @@ impl Responder {
         (ok, failed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Family, Scenario};
+
+    #[test]
+    fn a_seeded_responder_answers_like_the_default_one() {
+        for seed in [0, 0x5eed_u64, u64::MAX] {
+            let s = Scenario::build(3, &[Family::Ib, Family::RoceV2Ipv4], 24, crate::Quirks::default()).unwrap();
+            let mut ib = Responder::with_seed(&s.fabric, s.ib_port, s.qkey, Mode::Kernel, seed).unwrap();
+            let mut roce = Responder::with_seed(&s.fabric, s.roce_port, s.qkey, Mode::Kernel, seed).unwrap();
+            let sent = s.send_requests(ib.qpn(), roce.qpn(), 2);
+            let (a, fa) = ib.serve_pending();
+            let (b, fb) = roce.serve_pending();
+            assert!(fa.is_empty() && fb.is_empty(), "seed {seed:#x}: {fa:?} {fb:?}");
+            assert_eq!((a + b, s.collect_replies()), (sent, (sent, 0)), "seed {seed:#x}");
+            assert_eq!(ib.ahs_created() + roce.ahs_created(), 24, "seed {seed:#x}");
+        }
+    }
+}

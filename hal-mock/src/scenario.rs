@@ -154,9 +154,15 @@ fn extra_sl_bits(layer: u32) -> (u32, u32) {
 /// distinct up to it).
 pub const MAX_PEERS: usize = 1 << 22;
 
-/// The most InfiniBand peers (`ib` and `ib-grh`) a scenario builds: every
-/// (LID, SL, path bits) triple of one subnet with LMC 2.
-pub const MAX_INFINIBAND_PEERS: usize = (IB_BASE_LIDS * (1 + EXTRA_SL_BITS)) as usize;
+/// Whether the InfiniBand peers (`ib`, `ib-grh`) of `peers` peers cycling
+/// through `families` (all of them when empty) have distinct addresses in
+/// one subnet with LMC 2: those among the first 12,286 peers have a base
+/// LID each; the later ones share them, 56 to a LID with different (SL,
+/// path bits) pairs, so at most 688,016 of them.
+pub fn infiniband_fits(families: &[Family], peers: usize) -> bool {
+    let first = infiniband_peers(families, peers.min(IB_BASE_LIDS as usize));
+    infiniband_peers(families, peers) - first <= (IB_BASE_LIDS * EXTRA_SL_BITS) as usize
+}
 
 /// How many of `peers` peers cycling through `families` (all of them when
 /// empty) are InfiniBand peers.
@@ -206,12 +212,12 @@ impl Scenario {
         let ib_gid = fabric.gids(ib_port).first().map_or(Gid::ZERO, |(_, e)| e.gid);
         let qkey = 0x1111_1111;
         let families = if families.is_empty() { &Family::ALL[..] } else { families };
-        if peers > MAX_PEERS || infiniband_peers(families, peers) > MAX_INFINIBAND_PEERS {
+        if peers > MAX_PEERS || !infiniband_fits(families, peers) {
             return Err(MockError {
                 op: "Scenario::build",
                 errno: 22, // EINVAL
                 kind: ErrorKind::InvalidArgument,
-                what: "more peers than distinct addresses (scenario::MAX_PEERS, MAX_INFINIBAND_PEERS)",
+                what: "more peers than distinct addresses (scenario::MAX_PEERS, infiniband_fits)",
             });
         }
         let mut out = Vec::with_capacity(peers);
@@ -343,4 +349,49 @@ fn is_request_of(m: &Received, i: usize) -> bool {
 /// A default quirk set with random undefined IPv4 bytes (the realistic case).
 pub fn realistic_quirks() -> Quirks {
     Quirks { front_fill: FrontFill::Random, report_network_type: true, ..Quirks::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn infiniband_addresses_stay_distinct_past_the_base_lids() {
+        // 12,286 peers with a base LID each, then 714 sharing them.
+        let s = Scenario::build(1, &[Family::Ib, Family::IbGrh], 13_000, Quirks::default()).unwrap();
+        let mut seen = HashSet::new();
+        for p in &s.peers {
+            let lid = s.fabric.port_info(p.port).unwrap().lid;
+            let a = s.fabric.ah_attr(p.ah).unwrap();
+            assert!(lid >= 8 && lid + 3 <= 0xbfff, "{lid:#x}");
+            assert!(seen.insert((lid, a.sl.get(), a.dlid)), "{lid:#x} {a:?}");
+        }
+        assert_eq!(s.fabric.devices() as usize, 1 + 13_000_usize.div_ceil(PEERS_PER_DEVICE));
+    }
+
+    #[test]
+    fn roce_addresses_stay_distinct() {
+        // Past 10.0.99.255 and past the 250 VLAN addresses of 10.0.100.0/24.
+        let s = Scenario::build(1, &[Family::RoceV2Ipv4, Family::RoceV2Vlan], 60_000, Quirks::default()).unwrap();
+        let resp: HashSet<Gid> = s.fabric.gids(s.roce_port).into_iter().map(|(_, e)| e.gid).collect();
+        let mut seen = HashSet::new();
+        for p in &s.peers {
+            let (_, e) = s.fabric.gids(p.port).into_iter().find(|(i, _)| *i == 3).unwrap();
+            assert!(!resp.contains(&e.gid), "{:?} is the responder's", e.gid);
+            assert!(seen.insert(e.gid), "{:?} twice", e.gid);
+        }
+    }
+
+    #[test]
+    fn infiniband_capacity() {
+        let ib = [Family::Ib];
+        assert!(infiniband_fits(&ib, 12_286 + 688_016));
+        assert!(!infiniband_fits(&ib, 12_286 + 688_017));
+        assert!(infiniband_fits(&Family::ALL, 1_000_000));
+        assert_eq!(infiniband_peers(&Family::ALL, 1_000_000), 333_334);
+        let err = Scenario::build(1, &ib, 12_286 + 688_017, Quirks::default()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+    }
 }

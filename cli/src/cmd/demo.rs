@@ -456,14 +456,13 @@ pub(crate) fn validate(args: &Args) -> Result<(), String> {
             args.peers
         ));
     }
-    let ib = udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers);
-    let max_ib = udah_hal_mock::scenario::MAX_INFINIBAND_PEERS;
-    if ib > max_ib {
+    if !udah_hal_mock::scenario::infiniband_fits(&args.mix, args.peers) {
         return Err(format!(
-            "--peers {} with --mix {} has {ib} InfiniBand peers (ib, ib-grh), above the {max_ib} distinct \
-             addresses of one subnet: add RoCE families to --mix",
+            "--peers {} with --mix {} has {} InfiniBand peers (ib, ib-grh), more than one subnet has \
+             distinct addresses for: add RoCE families to --mix",
             args.peers,
-            args.mix.iter().map(|f| f.name()).collect::<Vec<_>>().join(",")
+            args.mix.iter().map(|f| f.name()).collect::<Vec<_>>().join(","),
+            udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers),
         ));
     }
     if args.mix.is_empty() {
