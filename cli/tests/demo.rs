@@ -124,19 +124,3 @@ fn the_table_seed_follows_the_seed() {
     assert_eq!(seed("7"), seed("7"));
     assert_ne!(seed("7"), seed("8"));
 }
-
-#[test]
-fn peer_bounds_are_clear_errors() {
-    let err = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_udah")).arg("demo").args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
-    let e = err(&["--peers", "1000001", "--create-latency-us", "0"]);
-    assert!(e.contains("--peers 1000001 is outside 1..=1000000"), "{e}");
-    // The default 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
-    let e = err(&["--peers", "1000000"]);
-    assert!(e.contains("at most 10 µs for 1000000 peers"), "{e}");
-    let e = err(&["--peers", "1000000", "--create-latency-us", "0", "--mix", "ib,ib-grh"]);
-    assert!(e.contains("InfiniBand peers"), "{e}");
-}
