@@ -71,3 +71,56 @@ fn bad_arguments_are_clear_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_udah")).args(["demo", "--peers", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+/// Past the old 1,024-peer bound: 20,000 peers (a third of them InfiniBand,
+/// past the 12,286 base LIDs of one subnet) get a 2¹⁶-slot table, one entry
+/// each, no eviction, and every reply reaches its sender.
+#[test]
+fn twenty_thousand_peers_fit_a_table_sized_for_them() {
+    let peers = 20_000u64;
+    let v = demo(&["--profile", "kernel", "--peers", "20000", "--rounds", "1", "--table-path", "shared"]);
+    let cap = n(&v, "table_capacity");
+    assert_eq!(cap, 1 << 16, "{v}");
+    assert_eq!(n(&v, "e2e_requests"), peers);
+    assert_eq!(n(&v, "e2e_replies"), peers, "{v}");
+    assert_eq!(n(&v, "e2e_misdelivered"), 0);
+    // Distinct addresses: one AH per peer, none evicted.
+    assert_eq!(n(&v, "creates"), peers, "{v}");
+    assert_eq!(n(&v, "table_entries"), peers, "{v}");
+    assert_eq!(n(&v, "evictions"), 0, "{v}");
+    assert_eq!(n(&v, "live_ahs"), peers);
+    assert_eq!(f(&v, "load_factor"), peers as f64 / cap as f64);
+    // 64 B a slot, plus the table's counters.
+    let bytes = n(&v, "table_bytes");
+    assert!(bytes >= 64 * cap && bytes < 64 * cap + 4096, "{bytes} bytes for {cap} slots");
+    assert_eq!(n(&v, "hot_path_allocations"), 0);
+}
+
+#[test]
+fn the_summary_prints_capacity_load_factor_evictions_and_memory() {
+    let out = Command::new(env!("CARGO_BIN_EXE_udah"))
+        .args(["demo", "--no-progress", "--messages", "2000", "--create-latency-us", "0", "--peers", "100"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |label: &str| {
+        text.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("no {label:?} in {text}"))
+    };
+    assert!(row("AH table: creates / evictions / live").ends_with("100 / 0 / 100"), "{text}");
+    // 100 of 4096 slots, 64 B each.
+    let r = row("AH table: capacity / load factor / memory");
+    assert!(r.contains("4096 slots / 0.0244 (100 entries) / 0.3 MiB"), "{r}");
+    assert!(row("AH table: hash seed").contains("0x"), "{text}");
+}
+
+#[test]
+fn the_table_seed_follows_the_seed() {
+    let seed = |s: &str| n(&demo(&["--peers", "12", "--seed", s]), "table_seed");
+    assert_eq!(seed("7"), seed("7"));
+    assert_ne!(seed("7"), seed("8"));
+}

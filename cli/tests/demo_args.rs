@@ -53,8 +53,12 @@ fn create_latency_is_bounded() {
 
 #[test]
 fn peers_and_rounds_are_bounded() {
-    refused(&["--peers", "0"], "--peers 0 is outside 1..=1024");
-    refused(&["--peers", "1025"], "--peers 1025 is outside 1..=1024");
+    refused(&["--peers", "0"], "--peers 0 is outside 1..=1000000");
+    refused(&["--peers", "1000001", "--create-latency-us", "0"], "--peers 1000001 is outside 1..=1000000");
+    // The default 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
+    refused(&["--peers", "1000000"], "at most 10 µs for 1000000 peers");
+    // 10⁶ InfiniBand peers, more than one subnet has distinct addresses for.
+    refused(&["--peers", "1000000", "--create-latency-us", "0", "--mix", "ib,ib-grh"], "InfiniBand peers");
     refused(&["--rounds", "0"], "--rounds 0 is outside 1..=1024");
     refused(&["--rounds", "5000"], "--rounds 5000 is outside 1..=1024");
 }

@@ -403,6 +403,9 @@ pub(crate) struct State {
     qps: HashMap<u32, QpState>,
     next_qpn: u32,
     ahs: HashMap<u64, AhState>,
+    /// AHs alive per device (index: device number), kept with `ahs` so that
+    /// a create's `max_live_ahs` check is O(1) at any AH count.
+    live_ahs: Vec<usize>,
     next_ah: u64,
     neighbours: HashMap<Gid, [u8; 6]>,
     rng: u64,
@@ -458,6 +461,7 @@ impl Fabric {
         let mut s = self.lock();
         s.devices.push(Vec::new());
         s.events.push(VecDeque::new());
+        s.live_ahs.push(0);
         (s.devices.len() - 1) as u16
     }
 
@@ -634,6 +638,9 @@ impl Fabric {
         let id = s.next_ah;
         s.next_ah += 1;
         s.ahs.insert(id, st);
+        if let Some(n) = s.live_ahs.get_mut(usize::from(st.port.device)) {
+            *n += 1;
+        }
         s.counters.ah_creates += 1;
         MockAh(id)
     }
@@ -912,7 +919,7 @@ impl State {
 
     /// Counts a create attempt; returns the injected fault, if any, and the latency.
     pub(crate) fn create_attempt(&mut self, id: PortId) -> (Option<ErrorKind>, Duration) {
-        let live = self.ahs.values().filter(|a| a.port.device == id.device).count();
+        let live = self.live_ahs.get(usize::from(id.device)).copied().unwrap_or(0);
         let Some(p) = self.port_mut(id) else { return (Some(ErrorKind::NotFound), Duration::ZERO) };
         p.create_attempts += 1;
         let n = p.create_attempts;
@@ -936,7 +943,10 @@ impl State {
     }
 
     pub(crate) fn remove_ah(&mut self, id: u64) -> bool {
-        if self.ahs.remove(&id).is_some() {
+        if let Some(a) = self.ahs.remove(&id) {
+            if let Some(n) = self.live_ahs.get_mut(usize::from(a.port.device)) {
+                *n = n.saturating_sub(1);
+            }
             self.counters.ah_destroys += 1;
             true
         } else {

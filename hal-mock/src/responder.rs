@@ -135,15 +135,24 @@ pub struct Responder {
 }
 
 impl Responder {
-    /// A responder with a new QP on `port`.
+    /// A responder with a new QP on `port`, its AH table's hash seeded 0
+    /// ([`AhTable::new`]: fine for the trusted senders of a test;
+    /// [`with_seed`](Responder::with_seed) for anything else).
     pub fn new(fabric: &Fabric, port: PortId, qkey: u32, mode: Mode) -> Result<Responder, MockError> {
+        Responder::with_seed(fabric, port, qkey, mode, 0)
+    }
+
+    /// A responder with a new QP on `port`, its AH table's hash keyed with
+    /// `seed` ([`AhTable::with_seed`]: a sender who does not know it cannot
+    /// aim its addresses at one window of the table).
+    pub fn with_seed(fabric: &Fabric, port: PortId, qkey: u32, mode: Mode, seed: u64) -> Result<Responder, MockError> {
         let hal = MockHal::new(fabric, port.device);
         let qpn = fabric.create_qp(port, qkey).ok_or(MockError::no_such_port("create_qp"))?;
         if mode == Mode::LibibverbsStamped {
             fabric.set_receive_stamp(qpn, Some(Stamp::DEFAULT));
         }
         let p = PortNum::new(port.port).ok_or(MockError::no_such_port("port 0"))?;
-        let cache = Shared::new(hal, Box::new(AhTable::new()));
+        let cache = Shared::new(hal, Box::new(AhTable::with_seed(seed)));
         let pipeline = Box::new(core_responder::Responder::new(cache, p, mode.config())?);
         Ok(Responder { qpn, qkey, pipeline })
     }
@@ -203,5 +212,26 @@ impl Responder {
             }
         }
         (ok, failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Family, Scenario};
+
+    #[test]
+    fn a_seeded_responder_answers_like_the_default_one() {
+        for seed in [0, 0x5eed_u64, u64::MAX] {
+            let s = Scenario::build(3, &[Family::Ib, Family::RoceV2Ipv4], 24, crate::Quirks::default()).unwrap();
+            let mut ib = Responder::with_seed(&s.fabric, s.ib_port, s.qkey, Mode::Kernel, seed).unwrap();
+            let mut roce = Responder::with_seed(&s.fabric, s.roce_port, s.qkey, Mode::Kernel, seed).unwrap();
+            let sent = s.send_requests(ib.qpn(), roce.qpn(), 2);
+            let (a, fa) = ib.serve_pending();
+            let (b, fb) = roce.serve_pending();
+            assert!(fa.is_empty() && fb.is_empty(), "seed {seed:#x}: {fa:?} {fb:?}");
+            assert_eq!((a + b, s.collect_replies()), (sent, (sent, 0)), "seed {seed:#x}");
+            assert_eq!(ib.ahs_created() + roce.ahs_created(), 24, "seed {seed:#x}");
+        }
     }
 }

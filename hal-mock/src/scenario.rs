@@ -6,7 +6,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
-use udah_core::hal::Hal;
+use udah_core::hal::{ErrorKind, Hal};
 use udah_core::wire::Gid;
 use udah_core::{GidEntry, GidType};
 
@@ -129,6 +129,49 @@ fn peer_ipv6(k: u32) -> Gid {
     g
 }
 
+/// Peers per mock device (each peer has a port of its own).
+const PEERS_PER_DEVICE: usize = 128;
+
+/// Base LIDs 8, 12, …, 49148 (with LMC 2 each spans four, up to 0xbfff, the
+/// last unicast LID).
+const IB_BASE_LIDS: u32 = 12_286;
+
+/// The (SL, path bits) pairs of InfiniBand peers past the first
+/// [`IB_BASE_LIDS`]: every pair but the eight (`k % 8`, `k % 4`) of the first
+/// ones, so that no two peers send with the same (LID, SL, path bits).
+const EXTRA_SL_BITS: u32 = 16 * 4 - 8;
+
+/// The `layer`-th (SL, path bits) pair of [`EXTRA_SL_BITS`].
+fn extra_sl_bits(layer: u32) -> (u32, u32) {
+    (0..16u32)
+        .flat_map(|sl| (0..4u32).map(move |bits| (sl, bits)))
+        .filter(|&(sl, bits)| sl >= 8 || bits != sl % 4)
+        .nth(layer as usize)
+        .unwrap_or((15, 3))
+}
+
+/// The most peers a scenario builds (every peer's MAC and addresses stay
+/// distinct up to it).
+pub const MAX_PEERS: usize = 1 << 22;
+
+/// Whether the InfiniBand peers (`ib`, `ib-grh`) of `peers` peers cycling
+/// through `families` (all of them when empty) have distinct addresses in
+/// one subnet with LMC 2: those among the first 12,286 peers have a base
+/// LID each; the later ones share them, 56 to a LID with different (SL,
+/// path bits) pairs, so at most 688,016 of them.
+pub fn infiniband_fits(families: &[Family], peers: usize) -> bool {
+    let first = infiniband_peers(families, peers.min(IB_BASE_LIDS as usize));
+    infiniband_peers(families, peers) - first <= (IB_BASE_LIDS * EXTRA_SL_BITS) as usize
+}
+
+/// How many of `peers` peers cycling through `families` (all of them when
+/// empty) are InfiniBand peers.
+pub fn infiniband_peers(families: &[Family], peers: usize) -> usize {
+    let families = if families.is_empty() { &Family::ALL[..] } else { families };
+    let ib = |fs: &[Family]| fs.iter().filter(|f| !f.is_roce()).count();
+    peers / families.len() * ib(families) + ib(&families[..peers % families.len()])
+}
+
 impl Scenario {
     /// Builds the fabric: `peers` peers cycling through `families`, every
     /// port with `quirks`. The responder's RoCE GID table has holes and
@@ -168,44 +211,82 @@ impl Scenario {
         );
         let ib_gid = fabric.gids(ib_port).first().map_or(Gid::ZERO, |(_, e)| e.gid);
         let qkey = 0x1111_1111;
-        let mut out = Vec::with_capacity(peers);
         let families = if families.is_empty() { &Family::ALL[..] } else { families };
+        if peers > MAX_PEERS || !infiniband_fits(families, peers) {
+            return Err(MockError {
+                op: "Scenario::build",
+                errno: 22, // EINVAL
+                kind: ErrorKind::InvalidArgument,
+                what: "more peers than distinct addresses (scenario::MAX_PEERS, infiniband_fits)",
+            });
+        }
+        let mut out = Vec::with_capacity(peers);
+        // Peers share devices, PEERS_PER_DEVICE ports each (device numbers are 16 bits).
+        let mut device = 0u16;
+        // InfiniBand peers past the first IB_BASE_LIDS, which share base LIDs.
+        let mut ib_extra = 0u32;
         for k in 0..peers as u32 {
+            if (k as usize).is_multiple_of(PEERS_PER_DEVICE) {
+                device = fabric.add_device();
+            }
             let family = families[k as usize % families.len()];
             let mac = [0x02, 0xee, (k >> 16) as u8, (k >> 8) as u8, k as u8, 0x10];
-            let v4 = [10, 0, (k >> 8) as u8 + 1, k as u8];
-            let (cfg, sgid_index, dgid, responder_port, dlid) = match family {
+            // 10.0.1.0 – 10.0.99.255, then 10.1.0.0 on (10.0.100.0/24 is the VLAN's).
+            let v4 = if k < 99 * 256 {
+                [10, 0, (k >> 8) as u8 + 1, k as u8]
+            } else {
+                [10, 1 + (k >> 16) as u8, (k >> 8) as u8, k as u8]
+            };
+            let (cfg, sgid_index, dgid, responder_port, dlid, sl) = match family {
                 Family::Ib | Family::IbGrh => {
-                    // LIDs 8, 12, 16, … (LMC 2: each peer answers four LIDs).
-                    let lid = 8 + 4 * k as u16;
+                    // LIDs 8, 12, 16, … (LMC 2: each peer answers four LIDs),
+                    // SL and the responder LID (path bits) it sends to from
+                    // k; past the LID space, peers share base LIDs with
+                    // (SL, path bits) pairs the first ones do not use.
+                    let (base, sl, bits) = if k < IB_BASE_LIDS {
+                        (k, k % 8, k % 4)
+                    } else {
+                        let (sl, bits) = extra_sl_bits(ib_extra / IB_BASE_LIDS);
+                        ib_extra += 1;
+                        ((ib_extra - 1) % IB_BASE_LIDS, sl, bits)
+                    };
+                    let lid = 8 + 4 * base as u16;
                     let cfg = PortConfig::ib(lid, 0x0002_c903_0001_0000 + u64::from(k)).with_lmc(2);
                     let grh = (family == Family::IbGrh).then_some(ib_gid);
-                    (cfg, 0, grh, ib_port, 1 + (k % 4) as u16)
+                    (cfg, 0, grh, ib_port, 1 + bits as u16, sl)
                 }
-                Family::RoceV1 => (PortConfig::roce(mac), 0, Some(Gid::link_local_from_mac(RESP_MAC)), roce_port, 0),
+                Family::RoceV1 => {
+                    (PortConfig::roce(mac), 0, Some(Gid::link_local_from_mac(RESP_MAC)), roce_port, 0, k % 8)
+                }
                 Family::RoceV2Ipv4 => {
-                    (PortConfig::roce(mac).with_ipv4(v4), 3, Some(Gid::from_ipv4(RESP_IPV4)), roce_port, 0)
+                    (PortConfig::roce(mac).with_ipv4(v4), 3, Some(Gid::from_ipv4(RESP_IPV4)), roce_port, 0, k % 8)
                 }
                 Family::RoceV2Ipv6 => {
-                    (PortConfig::roce(mac).with_address(peer_ipv6(k), None), 3, Some(resp_ipv6()), roce_port, 0)
+                    (PortConfig::roce(mac).with_address(peer_ipv6(k), None), 3, Some(resp_ipv6()), roce_port, 0, k % 8)
                 }
                 Family::RoceV2Vlan => {
-                    let v4 = [10, 0, 100, 2 + (k % 250) as u8];
+                    // 10.0.100.2 – 10.0.100.251, then 11.0.0.250 on.
+                    let v4 = if k < 250 {
+                        [10, 0, 100, 2 + k as u8]
+                    } else {
+                        [11, (k >> 16) as u8, (k >> 8) as u8, k as u8]
+                    };
                     (
                         PortConfig::roce(mac).with_vlan_ipv4(v4, 100),
                         3,
                         Some(Gid::from_ipv4(RESP_VLAN_IPV4)),
                         roce_port,
                         0,
+                        k % 8,
                     )
                 }
             };
-            let port = fabric.add_port(cfg.with_quirks(quirks));
+            let port = fabric.add_port_to(device, cfg.with_quirks(quirks));
             let hal = MockHal::new(&fabric, port.device);
             let attr = AhAttr {
-                port: PortNum::new(1).unwrap_or_else(|| unreachable!()),
+                port: PortNum::new(port.port).ok_or(MockError::no_such_port("Scenario::build"))?,
                 dlid,
-                sl: Sl::new((k % 8) as u8).unwrap_or_default(),
+                sl: Sl::new(sl as u8).unwrap_or_default(),
                 src_path_bits: 0,
                 static_rate: 0,
                 grh: dgid.map(|dgid| GlobalRoute {
@@ -268,4 +349,49 @@ fn is_request_of(m: &Received, i: usize) -> bool {
 /// A default quirk set with random undefined IPv4 bytes (the realistic case).
 pub fn realistic_quirks() -> Quirks {
     Quirks { front_fill: FrontFill::Random, report_network_type: true, ..Quirks::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn infiniband_addresses_stay_distinct_past_the_base_lids() {
+        // 12,286 peers with a base LID each, then 714 sharing them.
+        let s = Scenario::build(1, &[Family::Ib, Family::IbGrh], 13_000, Quirks::default()).unwrap();
+        let mut seen = HashSet::new();
+        for p in &s.peers {
+            let lid = s.fabric.port_info(p.port).unwrap().lid;
+            let a = s.fabric.ah_attr(p.ah).unwrap();
+            assert!(lid >= 8 && lid + 3 <= 0xbfff, "{lid:#x}");
+            assert!(seen.insert((lid, a.sl.get(), a.dlid)), "{lid:#x} {a:?}");
+        }
+        assert_eq!(s.fabric.devices() as usize, 1 + 13_000_usize.div_ceil(PEERS_PER_DEVICE));
+    }
+
+    #[test]
+    fn roce_addresses_stay_distinct() {
+        // Past 10.0.99.255 and past the 250 VLAN addresses of 10.0.100.0/24.
+        let s = Scenario::build(1, &[Family::RoceV2Ipv4, Family::RoceV2Vlan], 60_000, Quirks::default()).unwrap();
+        let resp: HashSet<Gid> = s.fabric.gids(s.roce_port).into_iter().map(|(_, e)| e.gid).collect();
+        let mut seen = HashSet::new();
+        for p in &s.peers {
+            let (_, e) = s.fabric.gids(p.port).into_iter().find(|(i, _)| *i == 3).unwrap();
+            assert!(!resp.contains(&e.gid), "{:?} is the responder's", e.gid);
+            assert!(seen.insert(e.gid), "{:?} twice", e.gid);
+        }
+    }
+
+    #[test]
+    fn infiniband_capacity() {
+        let ib = [Family::Ib];
+        assert!(infiniband_fits(&ib, 12_286 + 688_016));
+        assert!(!infiniband_fits(&ib, 12_286 + 688_017));
+        assert!(infiniband_fits(&Family::ALL, 1_000_000));
+        assert_eq!(infiniband_peers(&Family::ALL, 1_000_000), 333_334);
+        let err = Scenario::build(1, &ib, 12_286 + 688_017, Quirks::default()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+    }
 }

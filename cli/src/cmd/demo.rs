@@ -23,19 +23,20 @@ use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, PortI
 
 use udah_cli::alloc_count::thread_allocations;
 
-/// AH-table capacity of the demo's responder.
-const TABLE_SLOTS: usize = 4096;
+/// The AH-table capacities the demo is built for: the run takes the
+/// smallest that keeps the peers at no more than three quarters of it
+/// ([`table_slots`]). The table is bucketized cuckoo and stays ≥ 90 % full
+/// before its first eviction, so the headroom means no eviction at all.
+const TABLE_CAPACITIES: [usize; 6] = [1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 21];
 /// GID-snapshot capacity.
 const GID_SLOTS: usize = 256;
 
 /// Completions timed together (the timer costs more than one completion).
 const BATCH: usize = 64;
 
-/// The demo's AH table (a `static`: the table is built for it).
-static TABLE: AhTable<MockHal, TABLE_SLOTS> = AhTable::new();
-
-/// Leases of each worker's session: 256 sets of two for the table's 4096
-/// slots, so that a few hundred peers rarely compete for a lease.
+/// Leases of each worker's session: 256 sets of two, so that a few hundred
+/// hot peers rarely compete for a lease (more peers than that thrash them:
+/// `--table-path shared` is the other way).
 const SESSION_LEASES: usize = 512;
 
 /// How hot-path workers reach the AH table.
@@ -91,7 +92,8 @@ pub(crate) enum QuirksArg {
 /// Arguments of `udah demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Number of peers (1 to 1024).
+    /// Number of peers (1 to 1,000,000; the AH table is sized for them:
+    /// 2¹² slots up to 3,072 peers, then 2¹⁴, 2¹⁶, 2¹⁸, 2²⁰ and 2²¹).
     #[arg(long, default_value_t = 64)]
     pub(crate) peers: usize,
     /// Completions to resolve on the measured hot path (1 to 1,000,000,000).
@@ -123,7 +125,8 @@ pub(crate) struct Args {
     /// replays that many completions per peer too (1 to 1024).
     #[arg(long, default_value_t = 8)]
     pub(crate) rounds: usize,
-    /// Seed of the fabric's random choices.
+    /// Seed of the fabric's random choices, of the hot path's order and,
+    /// through [`table_seed`], of the AH table's keyed hash.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Print the summary as JSON.
@@ -151,6 +154,16 @@ pub(crate) struct Summary {
     pub(crate) threads: usize,
     /// How the workers used the AH table.
     pub(crate) table_path: TablePathArg,
+    /// The AH table's hash seed ([`table_seed`] of `--seed`).
+    pub(crate) table_seed: u64,
+    /// The AH table's capacity, slots.
+    pub(crate) table_capacity: usize,
+    /// Slots holding an entry at the end.
+    pub(crate) table_entries: u64,
+    /// `table_entries / table_capacity`.
+    pub(crate) load_factor: f64,
+    /// Bytes of the AH table (its slots, 64 B each, and its counters).
+    pub(crate) table_bytes: usize,
     /// End-to-end: requests sent.
     pub e2e_requests: usize,
     /// End-to-end: requests answered (an AH was built and a reply posted).
@@ -205,7 +218,7 @@ struct Completion {
 type PortPipeline<C> = Box<Responder<C, GID_SLOTS>>;
 
 /// A worker's responder: the core pipeline of each of the two ports, over
-/// the worker's way to [`TABLE`] (its own sessions, or the shared calls).
+/// the worker's way to the AH table (its own sessions, or the shared calls).
 struct Ports<C: AhCache<Backend = MockHal>> {
     ib: PortPipeline<C>,
     roce: PortPipeline<C>,
@@ -333,7 +346,15 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs the demo.
 pub(crate) fn run(args: &Args) -> ExitCode {
-    match demo(args) {
+    let summary = validate(args).and_then(|()| match table_slots(args.peers) {
+        0x1000 => demo::<0x1000>(args),
+        0x4000 => demo::<0x4000>(args),
+        0x1_0000 => demo::<0x1_0000>(args),
+        0x4_0000 => demo::<0x4_0000>(args),
+        0x10_0000 => demo::<0x10_0000>(args),
+        _ => demo::<0x20_0000>(args),
+    });
+    match summary {
         Ok(s) => {
             if args.json {
                 match serde_json::to_string_pretty(&s) {
@@ -355,6 +376,40 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// The most `--peers`.
+pub(crate) const MAX_PEERS: usize = 1_000_000;
+
+/// The AH-table capacity for `peers` peers: the smallest of
+/// [`TABLE_CAPACITIES`] they fill to at most three quarters.
+pub(crate) fn table_slots(peers: usize) -> usize {
+    let fits = |n: &usize| peers.saturating_mul(4) <= n * 3;
+    TABLE_CAPACITIES.into_iter().find(fits).unwrap_or(TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
+}
+
+/// The AH table's hash seed for `--seed`: SplitMix64 of it, so that a run
+/// replays with its seed and the table's key is not the fabric's seed itself.
+pub(crate) fn table_seed(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// An empty AH table of `N` slots keyed with `seed`, on the heap. The value
+/// passes through [`AhTable::with_seed`]'s return on the stack in
+/// unoptimised builds (128 MiB at 2²¹ slots), so it is built on a thread
+/// whose stack has room for it; the stack is gone once the table is boxed.
+fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, String> {
+    let bytes = core::mem::size_of::<AhTable<MockHal, N>>();
+    std::thread::Builder::new()
+        .name("ah-table".into())
+        .stack_size(4 * bytes + (1 << 20))
+        .spawn(move || Box::new(AhTable::with_seed(seed)))
+        .map_err(|e| format!("cannot start the thread that builds the AH table: {e}"))?
+        .join()
+        .map_err(|_| "building the AH table failed".to_string())
+}
+
 /// The most completions `--messages` takes: the hot path keeps one timing
 /// per [`BATCH`] completions (125 MB of them at this bound, about a minute).
 pub(crate) const MAX_MESSAGES: u64 = 1_000_000_000;
@@ -374,8 +429,9 @@ pub(crate) fn validate(args: &Args) -> Result<(), String> {
     let range = |name: &str, v: u64, max: u64| {
         if v == 0 || v > max { Err(format!("--{name} {v} is outside 1..={max}")) } else { Ok(()) }
     };
-    range("peers", args.peers as u64, (TABLE_SLOTS / 4) as u64)
-        .map_err(|e| format!("{e} (a quarter of the AH table's {TABLE_SLOTS} slots)"))?;
+    range("peers", args.peers as u64, MAX_PEERS as u64).map_err(|e| {
+        format!("{e} (the largest AH table the demo builds has {} slots)", TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
+    })?;
     range("messages", args.messages, MAX_MESSAGES)
         .map_err(|e| format!("{e} (the hot path keeps one timing per {BATCH} completions)"))?;
     range("threads", args.threads as u64, MAX_THREADS as u64)?;
@@ -390,11 +446,23 @@ pub(crate) fn validate(args: &Args) -> Result<(), String> {
     let creates_us = args.peers as u64 * args.create_latency_us;
     if creates_us > MAX_CREATES_US {
         return Err(format!(
-            "--peers {} × --create-latency-us {} is {:.1} s of AH creates, above {} s: lower one of them",
+            "--peers {} × --create-latency-us {} is {:.1} s of AH creates, above {} s: lower one of them \
+             (at most {} µs for {} peers)",
             args.peers,
             args.create_latency_us,
             creates_us as f64 / 1e6,
-            MAX_CREATES_US / 1_000_000
+            MAX_CREATES_US / 1_000_000,
+            MAX_CREATES_US / args.peers as u64,
+            args.peers
+        ));
+    }
+    if !udah_hal_mock::scenario::infiniband_fits(&args.mix, args.peers) {
+        return Err(format!(
+            "--peers {} with --mix {} has {} InfiniBand peers (ib, ib-grh), more than one subnet has \
+             distinct addresses for: add RoCE families to --mix",
+            args.peers,
+            args.mix.iter().map(|f| f.name()).collect::<Vec<_>>().join(","),
+            udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers),
         ));
     }
     if args.mix.is_empty() {
@@ -408,8 +476,11 @@ pub(crate) fn validate(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn demo(args: &Args) -> Result<Summary, String> {
-    validate(args)?;
+/// The demo over an AH table of `N` slots (the arguments are validated).
+fn demo<const N: usize>(args: &Args) -> Result<Summary, String> {
+    let table_seed = table_seed(args.seed);
+    let table = boxed_table::<N>(table_seed)?;
+    let table = &*table;
     let quirks = quirks_of(args.quirks, args.evidence);
     let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
     let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(|e| e.to_string())?;
@@ -425,7 +496,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
         sc.fabric.set_receive_stamp(roce_qp, Some(Stamp::DEFAULT));
     }
     let gids = (&*ib, &*roce);
-    let mut shared = Ports::new(TABLE.shared(&hal), TABLE.shared(&hal), gids, config(args));
+    let mut shared = Ports::new(table.shared(&hal), table.shared(&hal), gids, config(args));
 
     // Phase 1: end to end through the fabric.
     let sent = sc.send_requests(ib_qp, roce_qp, args.rounds);
@@ -515,14 +586,14 @@ fn demo(args: &Args) -> Result<Summary, String> {
                     // snapshots, 10 KiB of leases each), and dropped after it.
                     let (refused, allocs) = match args.table_path {
                         TablePathArg::Session => {
-                            let session = || Session::<_, TABLE_SLOTS, SESSION_LEASES>::new(&TABLE, hal);
+                            let session = || Session::<_, N, SESSION_LEASES>::new(table, hal);
                             let mut ports = Ports::new(session(), session(), gids, config(args));
                             let before = thread_allocations();
                             let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
                         }
                         TablePathArg::Shared => {
-                            let mut ports = Ports::new(TABLE.shared(hal), TABLE.shared(hal), gids, config(args));
+                            let mut ports = Ports::new(table.shared(hal), table.shared(hal), gids, config(args));
                             let before = thread_allocations();
                             let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
@@ -542,7 +613,7 @@ fn demo(args: &Args) -> Result<Summary, String> {
     let mut ns: Vec<f64> = results.iter().flat_map(|r| r.0.iter().copied()).collect();
     ns.sort_by(f64::total_cmp);
     let messages = per_thread * args.threads as u64;
-    let st = TABLE.stats_exact();
+    let st = table.stats_exact();
     let mut e2e_refused: Vec<(String, usize)> = refused.into_iter().collect();
     e2e_refused.sort_by_key(|r| core::cmp::Reverse(r.1));
     Ok(Summary {
@@ -553,6 +624,11 @@ fn demo(args: &Args) -> Result<Summary, String> {
         families: args.mix.iter().map(|f| f.name().to_string()).collect(),
         threads: args.threads,
         table_path: args.table_path,
+        table_seed,
+        table_capacity: table.capacity(),
+        table_entries: st.entries,
+        load_factor: st.entries as f64 / table.capacity() as f64,
+        table_bytes: core::mem::size_of_val(table),
         e2e_requests: sent,
         e2e_answered: answered,
         e2e_replies: replies,
@@ -603,6 +679,17 @@ fn print_summary(s: &Summary) {
         ("hot path: ns / completion p99", format!("{:.1}", s.ns_p99)),
         ("AH table: hits / misses", format!("{} / {}", s.hits, s.misses)),
         ("AH table: creates / evictions / live", format!("{} / {} / {}", s.creates, s.evictions, s.live_ahs)),
+        (
+            "AH table: capacity / load factor / memory",
+            format!(
+                "{} slots / {:.4} ({} entries) / {:.1} MiB",
+                s.table_capacity,
+                s.load_factor,
+                s.table_entries,
+                s.table_bytes as f64 / f64::from(1 << 20)
+            ),
+        ),
+        ("AH table: hash seed", format!("{:#018x}", s.table_seed)),
         ("backend create time", format!("{:.2} ms", s.backend_create_ms)),
         ("heap allocations on the hot path", s.hot_path_allocations.to_string()),
     ];
