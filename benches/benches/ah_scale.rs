@@ -3,10 +3,14 @@
 //! table sized for the peers (256, 2¹², 2¹⁷, 2²⁰, 2²⁰ slots), the peers in
 //! uniform and Zipf (0.99) order, one completion at a time (`single`) and in
 //! polled batches of 16 (`batch`), through the shared table and through a
-//! `Session`.
+//! `Session`, by one thread and by two threads at once.
 //!
 //! * criterion: `cargo bench -p udah-benches --bench ah_scale -- scale/`
-//!   (ns per completion; a row is `scale/<path>-<mode>-<order>/<peers>`);
+//!   (ns per completion; a row is `scale/<path>-<mode>-<order>/<peers>`,
+//!   and `scale2/…` the same with two threads resolving and releasing on the
+//!   one shared table, each its own responder (its own session on the
+//!   session path) over the same peer stream from two offsets half a stream
+//!   apart: ns per completion per thread, the slower thread's time);
 //! * instruction counts: `UDAH_AH_SCALE_ICOUNT=1 cargo bench -p udah-benches
 //!   --bench ah_scale` runs itself under `valgrind --tool=callgrind` once per
 //!   peer count and order and prints the instructions per completion of each
@@ -87,7 +91,7 @@ impl Scale {
     }
 }
 
-/// A boxed, empty table (2²⁰ slots are 96 MB: built on the heap).
+/// A boxed, empty table (2²⁰ slots of 64 B are 64 MB: built on the heap).
 fn table<const N: usize>() -> Box<Table<N>> {
     Box::new(AhTable::new())
 }
@@ -407,34 +411,69 @@ fn occupancy_report() {
     }
 }
 
-/// The criterion rows of one peer count.
+/// `k` completions per thread through `path` and `mode` by `threads`
+/// threads at once on the one table (thread `j` from `from + j · STREAM /
+/// threads` of `order`, each with its own responder: its own session on the
+/// session path); returns the slowest thread's time.
+fn timed<const N: usize>(
+    ts: (&Table<N>, &BenchHal, &Scale),
+    order: &[u32],
+    from: usize,
+    k: usize,
+    (path, mode): (Path, Mode),
+    threads: usize,
+) -> Duration {
+    if threads == 1 {
+        let t0 = Instant::now();
+        drive(ts, order, from, k, path, mode);
+        return t0.elapsed();
+    }
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..threads)
+            .map(|j| {
+                let start = &start;
+                sc.spawn(move || {
+                    start.wait();
+                    let t0 = Instant::now();
+                    drive(ts, order, from.wrapping_add(j * STREAM / threads), k, path, mode);
+                    t0.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
+    })
+}
+
+/// The criterion rows of one peer count: one thread (group `scale`) and
+/// two threads (group `scale2`).
 fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
     let s = Scale::new(n);
     let hal = BenchHal::new(None);
     let t = table::<N>();
     warm(&t, &hal, &s);
-    let mut g = c.benchmark_group("scale");
-    g.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
-    for pop in [Popularity::Uniform, Popularity::Zipf] {
-        let order = s.order(pop);
-        for (path, pname) in [(Path::Shared, "shared"), (Path::Session, "session")] {
-            for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
-                let id = format!("{pname}-{mname}-{}", pop_name(pop));
-                let mut from = 0usize;
-                g.bench_function(criterion::BenchmarkId::new(id, n), |b| {
-                    b.iter_custom(|iters| {
-                        let k = iters as usize;
-                        let t0 = Instant::now();
-                        drive((&t, &hal, &s), order, from, k, path, mode);
-                        let d = t0.elapsed();
-                        from = from.wrapping_add(k);
-                        d
-                    })
-                });
+    for (threads, group) in [(1, "scale"), (2, "scale2")] {
+        let mut g = c.benchmark_group(group);
+        g.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
+        for pop in [Popularity::Uniform, Popularity::Zipf] {
+            let order = s.order(pop);
+            for (path, pname) in [(Path::Shared, "shared"), (Path::Session, "session")] {
+                for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
+                    let id = format!("{pname}-{mname}-{}", pop_name(pop));
+                    let mut from = 0usize;
+                    g.bench_function(criterion::BenchmarkId::new(id, n), |b| {
+                        b.iter_custom(|iters| {
+                            let k = iters as usize;
+                            let d = timed((&t, &hal, &s), order, from, k, (path, mode), threads);
+                            from = from.wrapping_add(k);
+                            d
+                        })
+                    });
+                }
             }
         }
+        g.finish();
     }
-    g.finish();
 }
 
 fn main() {
