@@ -33,10 +33,9 @@ use std::time::Instant;
 use criterion::Criterion;
 use udah_benches::callgrind::inclusive_ir;
 use udah_benches::scale::{BenchHal, Peers, Popularity, Spread, stream};
-use udah_core::GidTable;
 use udah_core::ah::IbvWc;
 use udah_core::responder::{Config, ResolveResult, Responder};
-use udah_core::table::{AhCache, AhHandle, AhTable, CacheAh, CacheError, Lookup, TableStats, Wait};
+use udah_core::table::{AhCache, AhTable};
 use udah_core::wire::Area;
 
 /// The peer counts and the table capacity for each.
@@ -66,35 +65,6 @@ enum Path {
 enum Mode {
     Single,
     Batch,
-    /// `Batch` through a cache that does not prefetch ([`NoPrefetch`]): the
-    /// batch path without its staging, for the ratio in the same run.
-    BatchPlain,
-}
-
-/// A cache as itself, but with [`AhCache::PREFETCH`] off, so that
-/// `resolve_batch` looks each completion up as it comes.
-struct NoPrefetch<C>(C);
-
-impl<C: AhCache> AhCache for NoPrefetch<C> {
-    type Backend = C::Backend;
-    #[inline(always)]
-    fn backend(&self) -> &C::Backend {
-        self.0.backend()
-    }
-    #[inline(always)]
-    fn lookup<K: Lookup, X: From<CacheError<C>>>(&mut self, key: K, wait: Wait) -> Result<AhHandle<CacheAh<C>>, X> {
-        self.0.lookup(key, wait)
-    }
-    #[inline(always)]
-    fn release(&mut self, handle: AhHandle<CacheAh<C>>) -> Result<(), CacheError<C>> {
-        self.0.release(handle)
-    }
-    fn retire_gid_change<const M: usize>(&mut self, old: &GidTable<M>, new: &GidTable<M>) -> usize {
-        self.0.retire_gid_change(old, new)
-    }
-    fn stats(&self) -> TableStats {
-        self.0.stats()
-    }
 }
 
 /// The inputs of one peer count.
@@ -219,22 +189,6 @@ fn drive<const N: usize>(
                 i += batch(&mut r, &mut out, s, order, i);
             }
         }
-        (Path::Shared, Mode::BatchPlain) => {
-            let mut r = responder(NoPrefetch(t.shared(hal)), s);
-            let mut out = core::array::from_fn(|_| None);
-            let mut i = from;
-            while i < from + k {
-                i += batch(&mut r, &mut out, s, order, i);
-            }
-        }
-        (Path::Session, Mode::BatchPlain) => {
-            let mut r = responder(NoPrefetch(t.session(hal)), s);
-            let mut out = core::array::from_fn(|_| None);
-            let mut i = from;
-            while i < from + k {
-                i += batch(&mut r, &mut out, s, order, i);
-            }
-        }
     }
 }
 
@@ -255,16 +209,12 @@ measured! {
     scale_measure_shared_batch => Path::Shared, Mode::Batch;
     scale_measure_session_single => Path::Session, Mode::Single;
     scale_measure_session_batch => Path::Session, Mode::Batch;
-    scale_measure_shared_plain => Path::Shared, Mode::BatchPlain;
-    scale_measure_session_plain => Path::Session, Mode::BatchPlain;
 }
 
 /// A measured row's function.
 type Measured<const N: usize> = fn(&Table<N>, &BenchHal, &Scale, &[u32]);
 
-/// The rows (`*_plain`: the batch without prefetch, [`Mode::BatchPlain`]).
-const ROWS: [&str; 6] =
-    ["shared_single", "shared_batch", "session_single", "session_batch", "shared_plain", "session_plain"];
+const ROWS: [&str; 4] = ["shared_single", "shared_batch", "session_single", "session_batch"];
 
 /// Under callgrind (`UDAH_AH_SCALE_ICOUNT_RUN=<peers>:<order>`): one peer
 /// count, every row, with the misses of each printed to stderr.
@@ -275,13 +225,11 @@ fn icount_run<const N: usize>(n: usize, pop: Popularity) {
     warm(&t, &hal, &s);
     let order = s.order(pop);
     scale_measure_loop(&t, &hal, &s, order);
-    let fs: [Measured<N>; 6] = [
+    let fs: [Measured<N>; 4] = [
         scale_measure_shared_single,
         scale_measure_shared_batch,
         scale_measure_session_single,
         scale_measure_session_batch,
-        scale_measure_shared_plain,
-        scale_measure_session_plain,
     ];
     for (row, f) in ROWS.iter().zip(fs) {
         let before = t.stats().misses;
@@ -322,13 +270,13 @@ fn peer_counts() -> Vec<usize> {
 
 /// Runs every peer count and order under callgrind and prints the table;
 /// returns the figures, `(peers, order, [row figures])`.
-fn icount_report() -> Vec<(usize, Popularity, [f64; 6])> {
+fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
     let mut all = Vec::new();
     let exe = std::env::current_exe().unwrap();
     println!("instructions per completion (resolve + release), callgrind, K = {K} per row, minus the bare loop:");
     println!(
-        "{:>9} {:>8} {:>14} {:>14} {:>15} {:>15} {:>14} {:>14}   misses per WC (same order)",
-        "peers", "order", ROWS[0], ROWS[1], ROWS[2], ROWS[3], ROWS[4], ROWS[5]
+        "{:>9} {:>8} {:>14} {:>14} {:>15} {:>15}   misses per WC (same order)",
+        "peers", "order", ROWS[0], ROWS[1], ROWS[2], ROWS[3]
     );
     for n in peer_counts() {
         for pop in [Popularity::Uniform, Popularity::Zipf] {
@@ -366,16 +314,14 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 6])> {
                 })
                 .collect();
             let v: Vec<f64> = ROWS.iter().map(|r| get(r) as f64 / K as f64 - base).collect();
-            all.push((n, pop, [v[0], v[1], v[2], v[3], v[4], v[5]]));
+            all.push((n, pop, [v[0], v[1], v[2], v[3]]));
             println!(
-                "{n:>9} {:>8} {:>14.1} {:>14.1} {:>15.1} {:>15.1} {:>14.1} {:>14.1}   {}",
+                "{n:>9} {:>8} {:>14.1} {:>14.1} {:>15.1} {:>15.1}   {}",
                 pop_name(pop),
                 v[0],
                 v[1],
                 v[2],
                 v[3],
-                v[4],
-                v[5],
                 misses.join(" ")
             );
         }
@@ -512,7 +458,7 @@ fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
         for pop in [Popularity::Uniform, Popularity::Zipf] {
             let order = s.order(pop);
             for (path, pname) in [(Path::Shared, "shared"), (Path::Session, "session")] {
-                for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch"), (Mode::BatchPlain, "plain")] {
+                for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
                     let id = format!("{pname}-{mname}-{}", pop_name(pop));
                     let mut from = 0usize;
                     g.bench_function(criterion::BenchmarkId::new(id, n), |b| {

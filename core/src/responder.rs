@@ -73,7 +73,7 @@
 //! ```
 
 use crate::ah::{Completion, IbvWc, Profile, ProfileError, libibverbs};
-use crate::attr::{AttrWords, CanonicalWords, PortNum};
+use crate::attr::{AttrWords, PortNum};
 use crate::gid_table::{GidTable, LinkLayer};
 use crate::hal::{ErrorType, Hal};
 use crate::table::fill;
@@ -627,63 +627,13 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// completion, written to `out` in order, until `completions` or `out`
     /// ends. Returns how many completions were consumed (a completion is
     /// taken only when `out` has room, so `iter.by_ref()` keeps the rest).
-    ///
-    /// On a table too large for the cache ([`AhCache::PREFETCH`]), the
-    /// completions go in groups of [`STAGE`]: the profile of each, and a
-    /// prefetch of its slot, then the look-ups, so that the group's misses
-    /// on the table overlap.
     #[inline]
     pub fn resolve_batch<'a, W: Completion + 'a>(
         &mut self,
         completions: impl IntoIterator<Item = (&'a W, &'a Area)>,
         out: &mut [Option<ResolveResult<C>>],
     ) -> usize {
-        let it = completions.into_iter();
-        match self.fast {
-            Some(port) if C::PREFETCH => self.resolve_staged(port, it, out),
-            _ => fill(it, out, |(wc, area)| self.resolve(wc, area)),
-        }
-    }
-
-    /// [`resolve_batch`](Self::resolve_batch) in groups of [`STAGE`]: each
-    /// group's hot-path words computed and their slots prefetched, then
-    /// looked up.
-    #[inline(always)]
-    fn resolve_staged<'a, W: Completion + 'a>(
-        &mut self,
-        port: PortNum,
-        mut it: impl Iterator<Item = (&'a W, &'a Area)>,
-        out: &mut [Option<ResolveResult<C>>],
-    ) -> usize {
-        let mut n = 0usize;
-        for group in out.chunks_mut(STAGE) {
-            let mut staged = [Staged::Empty; STAGE];
-            let mut m = 0usize;
-            for st in staged.iter_mut().take(group.len()) {
-                let Some((wc, area)) = it.next() else { break };
-                *st = match libibverbs::words_hot(&self.gids, port, wc.ibv(), area) {
-                    Some(w) => {
-                        self.cache.prefetch(&w);
-                        Staged::Words(w)
-                    }
-                    None => Staged::General(wc, area),
-                };
-                m = m.wrapping_add(1);
-            }
-            for (o, st) in group.iter_mut().zip(&staged).take(m) {
-                let r = match *st {
-                    Staged::Words(w) => self.cache.lookup(w, self.config.wait),
-                    Staged::General(wc, area) => self.resolve_general(wc, area),
-                    Staged::Empty => continue,
-                };
-                *o = Some(r);
-            }
-            n = n.wrapping_add(m);
-            if m < group.len() {
-                break;
-            }
-        }
-        n
+        fill(completions.into_iter(), out, |(wc, area)| self.resolve(wc, area))
     }
 
     /// Gives a handle back to the cache.
@@ -711,28 +661,6 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
         Ok(Refreshed::Resnapshot { retired })
     }
 }
-
-/// Completions a batch stages (profile and prefetch) before it looks them
-/// up, on a table too large for the cache
-/// ([`Responder::resolve_batch`]).
-pub const STAGE: usize = 8;
-
-/// One staged completion of [`Responder::resolve_batch`].
-enum Staged<'a, W> {
-    Empty,
-    /// The hot path's words (its slot prefetched).
-    Words(CanonicalWords),
-    /// For the general path.
-    General(&'a W, &'a Area),
-}
-
-// (By hand: a derive would ask for `W: Copy`.)
-impl<W> Clone for Staged<'_, W> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<W> Copy for Staged<'_, W> {}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -5,13 +5,10 @@
 use core::borrow::Borrow;
 use core::ops::Deref;
 
-use super::key::{Key, home_of};
-use super::slot::Slot;
 use super::{AhHandle, AhTable, Lookup, Session, TableError, TableStats};
-use crate::attr::{AttrWords, CanonicalWords};
+use crate::attr::AttrWords;
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Hal};
-use crate::sync::Ordering;
 
 /// Whether a look-up that finds another thread creating the same AH waits
 /// for it ([`get_or_create`](AhTable::get_or_create)) or returns
@@ -64,18 +61,6 @@ pub trait AhCache {
     #[inline]
     fn lookup_batch(&mut self, words: &[AttrWords], wait: Wait, out: &mut [Option<CacheResult<Self>>]) -> usize {
         fill(words.iter(), out, |w| self.lookup(*w, wait))
-    }
-
-    /// Whether [`prefetch`](Self::prefetch) is worth its instructions:
-    /// a batch stages its completions and prefetches their slots only then
-    /// ([`Responder::resolve_batch`](crate::responder::Responder::resolve_batch)).
-    const PREFETCH: bool = false;
-
-    /// Starts loading what a look-up of `words` will read first into the
-    /// cache; changes nothing.
-    #[inline(always)]
-    fn prefetch(&self, words: &CanonicalWords) {
-        let _ = words;
     }
 
     /// Gives a reference back.
@@ -157,13 +142,6 @@ where
         key.table_lookup(&*self.table, self.hal.borrow(), wait == Wait::Block)
     }
 
-    const PREFETCH: bool = AhTable::<H, N>::PREFETCH;
-
-    #[inline(always)]
-    fn prefetch(&self, words: &CanonicalWords) {
-        self.table.prefetch(words);
-    }
-
     #[inline]
     fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
         self.table.release(self.hal.borrow(), handle)
@@ -192,13 +170,6 @@ where
     #[inline(always)]
     fn lookup<K: Lookup, X: From<TableError<H::Error>>>(&mut self, key: K, wait: Wait) -> Result<AhHandle<H::Ah>, X> {
         key.session_lookup(self, wait == Wait::Block)
-    }
-
-    const PREFETCH: bool = AhTable::<H, N>::PREFETCH;
-
-    #[inline(always)]
-    fn prefetch(&self, words: &CanonicalWords) {
-        self.table().prefetch(words);
     }
 
     #[inline(always)]
@@ -230,13 +201,6 @@ impl<C: AhCache + ?Sized> AhCache for &mut C {
         C::lookup(self, key, wait)
     }
 
-    const PREFETCH: bool = C::PREFETCH;
-
-    #[inline(always)]
-    fn prefetch(&self, words: &CanonicalWords) {
-        C::prefetch(self, words);
-    }
-
     #[inline(always)]
     fn release(&mut self, handle: AhHandle<CacheAh<C>>) -> Result<(), CacheError<C>> {
         C::release(self, handle)
@@ -248,34 +212,5 @@ impl<C: AhCache + ?Sized> AhCache for &mut C {
 
     fn stats(&self) -> TableStats {
         C::stats(self)
-    }
-}
-
-/// Tables of more bytes than this are prefetched by a batch (a core's L2
-/// holds a smaller one, whose slots a batch finds in cache anyway).
-const PREFETCH_BYTES: usize = 1 << 21;
-
-// The batch path's prefetch: a look-up's home slot touched a few completions
-// before the look-up, so that a batch's cache (and TLB) misses on the table
-// overlap instead of waiting one after the other behind each hit's
-// compare-and-swap. `core` forbids `unsafe`, and on rustc 1.95
-// `_mm_prefetch` can be called without it only from a
-// `#[target_feature(enable = "sse")]` function, itself unsafe to call from
-// ordinary code: the prefetch is a relaxed load of the slot's first word,
-// which the compiler keeps (an atomic load is not dead code) and whose value
-// nothing waits for.
-impl<H, const N: usize> AhTable<H, N> {
-    /// Whether [`prefetch`](Self::prefetch) is worth its instructions for
-    /// this table: more than 2 MiB of slots.
-    pub(crate) const PREFETCH: bool = N.saturating_mul(core::mem::size_of::<Slot>()) > PREFETCH_BYTES;
-
-    /// Starts loading the home slot of `words`' key (the first slot its
-    /// look-up reads) into the cache. Reads one word; changes nothing.
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, words: &CanonicalWords) {
-        let key = Key(words.words().raw());
-        if let Some(slot) = self.slots.get(home_of(self.hash(&key), Self::MASK)) {
-            let _ = slot.meta.load(Ordering::Relaxed);
-        }
     }
 }
