@@ -11,9 +11,6 @@
 //!   one shared table, each its own responder (its own session on the
 //!   session path) over the same peer stream from two offsets half a stream
 //!   apart: ns per completion per thread, the slower thread's time);
-//!   with `UDAH_AH_SCALE_HUGE=1`, also `scalehuge/…`: the one-thread rows on
-//!   a second table whose slots the kernel put on 2 MiB pages
-//!   (`MADV_COLLAPSE`), for the ratio in the same run;
 //! * instruction counts: `UDAH_AH_SCALE_ICOUNT=1 cargo bench -p udah-benches
 //!   --bench ah_scale` runs itself under `valgrind --tool=callgrind` once per
 //!   peer count and order and prints the instructions per completion of each
@@ -97,32 +94,6 @@ impl Scale {
 /// A boxed, empty table (2²⁰ slots of 64 B are 64 MB: built on the heap).
 fn table<const N: usize>() -> Box<Table<N>> {
     Box::new(AhTable::new())
-}
-
-/// Asks the kernel to back the 2 MiB pages inside `x` with transparent huge
-/// pages now (`MADV_COLLAPSE`, Linux 6.1), so that a look-up's random slot
-/// costs no TLB miss; whether it did.
-#[cfg(target_os = "linux")]
-fn huge_pages<T>(x: &T) -> bool {
-    const HUGE: usize = 2 << 20;
-    const MADV_COLLAPSE: i32 = 25;
-    unsafe extern "C" {
-        fn madvise(addr: *mut core::ffi::c_void, len: usize, advice: i32) -> i32;
-    }
-    let at = x as *const T as usize;
-    let start = at.next_multiple_of(HUGE);
-    let end = (at + size_of::<T>()) & !(HUGE - 1);
-    if end <= start {
-        return false;
-    }
-    // SAFETY: `[start, end)` lies inside `x`'s allocation; MADV_COLLAPSE
-    // changes how its pages are backed, not what they hold.
-    unsafe { madvise(start as *mut core::ffi::c_void, end - start, MADV_COLLAPSE) == 0 }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn huge_pages<T>(_: &T) -> bool {
-    false
 }
 
 /// The core pipeline over `cache` for the peers' port (libibverbs profile,
@@ -481,19 +452,7 @@ fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
     let hal = BenchHal::new(None);
     let t = table::<N>();
     warm(&t, &hal, &s);
-    // With `UDAH_AH_SCALE_HUGE=1`, a second table of the same peers on
-    // huge pages, its one-thread rows in group `scalehuge` of the same run.
-    let h = std::env::var_os("UDAH_AH_SCALE_HUGE").map(|_| {
-        let h = table::<N>();
-        eprintln!("scalehuge/{n}: {}", if huge_pages(&*h) { "huge pages" } else { "MADV_COLLAPSE failed" });
-        warm(&h, &hal, &s);
-        h
-    });
-    let mut groups = vec![(&t, 1, "scale"), (&t, 2, "scale2")];
-    if let Some(h) = &h {
-        groups.push((h, 1, "scalehuge"));
-    }
-    for (t, threads, group) in groups {
+    for (threads, group) in [(1, "scale"), (2, "scale2")] {
         let mut g = c.benchmark_group(group);
         g.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
         for pop in [Popularity::Uniform, Popularity::Zipf] {
@@ -505,7 +464,7 @@ fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
                     g.bench_function(criterion::BenchmarkId::new(id, n), |b| {
                         b.iter_custom(|iters| {
                             let k = iters as usize;
-                            let d = timed((t, &hal, &s), order, from, k, (path, mode), threads);
+                            let d = timed((&t, &hal, &s), order, from, k, (path, mode), threads);
                             from = from.wrapping_add(k);
                             d
                         })
