@@ -15,11 +15,12 @@
 //! `cargo bench -p udah-capi --bench responder` prints new/locked ratios.
 #![allow(missing_docs, clippy::unwrap_used)]
 
+use core::hint::black_box;
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
 use std::collections::HashMap;
-use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use criterion::{BenchmarkId, Criterion, criterion_group};
 use udah::engine::{AhPtr, GID_CAP, Gids, PdBackend, Responder, Verbs, gids_from_list};
@@ -35,10 +36,12 @@ const PEERS: usize = 64;
 const LOCAL: [u8; 4] = [10, 0, 0, 1];
 static NEXT: AtomicU64 = AtomicU64::new(0x1000);
 
+/// A fake `ibv_create_ah`: a fresh address (never dereferenced).
 unsafe extern "C" fn fake_create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
     core::ptr::with_exposed_provenance_mut(NEXT.fetch_add(64, Ordering::Relaxed) as usize)
 }
 
+/// A fake `ibv_destroy_ah`.
 unsafe extern "C" fn fake_destroy(_ah: *mut ibv_ah) -> i32 {
     0
 }
@@ -68,7 +71,10 @@ type Core = CoreResponder<Shared<PdBackend, Box<AhTable<PdBackend, 1024>>>, GID_
 
 /// The previous design: one lock per call over the core responder and the
 /// handles handed out, by AH address.
-struct Locked(Mutex<(Box<Core>, HashMap<u64, Vec<AhHandle<AhPtr>>>)>);
+struct Locked(Mutex<(Box<Core>, Handles)>);
+
+/// The handles handed out, by AH address.
+type Handles = HashMap<u64, Vec<AhHandle<AhPtr>>>;
 
 impl Locked {
     fn new() -> Locked {
@@ -150,8 +156,8 @@ const THREADS: [usize; 2] = [1, 2];
 /// reference to each stays out.
 fn setup(name: &str, mode: &str, areas: &[Area]) -> Box<dyn Api> {
     let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
-    // SAFETY: the fake verbs never dereference the PD.
     let api: Box<dyn Api> = if name == "new" {
+        // SAFETY: the fake verbs never dereference the PD.
         Box::new(unsafe { Responder::from_gids(gids(), pd(), verbs()) })
     } else {
         Box::new(Locked::new())
