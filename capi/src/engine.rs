@@ -463,6 +463,16 @@ std::thread_local! {
     static LOCAL: RefCell<Vec<LocalGids>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A random hash seed for a responder's AH table: the senders a responder
+/// answers choose their source GIDs, and with a known seed they could craft
+/// GIDs that all land in the same windows and push the other peers out
+/// ([`AhTable::with_seed`]). `RandomState`'s keys come from the OS's random
+/// source once per thread and move for each new state.
+fn random_seed() -> u64 {
+    use core::hash::BuildHasher;
+    std::hash::RandomState::new().hash_one(0x7564_6168_u64)
+}
+
 /// Responder ids, for the threads' snapshot copies (never reused).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -533,7 +543,7 @@ impl Responder {
             return Err(Errno(libc::EINVAL));
         }
         let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
-        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), Arc::new(Table::new()));
+        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), Arc::new(Table::with_seed(random_seed())));
         // The first snapshot: `PdBackend::snapshot_gids`.
         let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, Config::default())?);
         Ok(Responder::with_core(core, backend, table, true))
@@ -546,7 +556,7 @@ impl Responder {
     /// `pd` must be null or a live PD that outlives the responder.
     pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
         let backend = Arc::new(PdBackend::new(core::ptr::null_mut(), pd, verbs));
-        let table = Arc::new(Table::new());
+        let table = Arc::new(Table::with_seed(random_seed()));
         let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, Config::default()));
         Responder::with_core(core, backend, table, false)
     }
@@ -1142,6 +1152,12 @@ mod tests {
         r.destroy_ah(from_wc).unwrap();
         r.close().unwrap();
         assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn each_responder_draws_its_own_table_seed() {
+        // Two draws agree with probability 2^-64.
+        assert_ne!(random_seed(), random_seed());
     }
 
     #[test]
