@@ -288,8 +288,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Counters of a responder that the core's do not cover (the C
-/// `struct udah_stats`; the table's and the re-snapshots come from the core).
+/// Counters of a responder that the core's do not cover (for
+/// [`Stats`]; the table's and the re-snapshots come from the core).
 #[derive(Debug, Default)]
 struct Counters {
     init_calls: AtomicU64,
@@ -305,38 +305,9 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A snapshot of a responder's counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stats {
-    /// `udah_init_ah_from_wc` calls.
-    pub init_calls: u64,
-    /// Of which failed.
-    pub init_failures: u64,
-    /// AH requests (`udah_create_ah_from_wc`, `udah_create_ah`, batch entries).
-    pub create_calls: u64,
-    /// Of which failed.
-    pub create_failures: u64,
-    /// `udah_destroy_ah` calls.
-    pub destroy_calls: u64,
-    /// AH requests served by an AH that already existed.
-    pub ah_hits: u64,
-    /// Kernel AHs created (`ibv_create_ah`).
-    pub kernel_ahs_created: u64,
-    /// Kernel AHs destroyed.
-    pub kernel_ahs_destroyed: u64,
-    /// Kernel AHs alive now.
-    pub kernel_ahs_live: u64,
-    /// AHs handed out and not yet given back.
-    pub ahs_outstanding: u64,
-    /// Asynchronous events passed in.
-    pub events: u64,
-    /// GID snapshots re-read.
-    pub refreshes: u64,
-    /// Failed re-reads (the old snapshot is kept).
-    pub refresh_failures: u64,
-    /// The current snapshot's generation.
-    pub gid_generation: u64,
-}
+/// A snapshot of a responder's counters: the C struct itself (one
+/// definition, in `lib.rs`, which cbindgen reads).
+pub use crate::udah_stats as Stats;
 
 /// Why an AH request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
