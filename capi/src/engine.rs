@@ -897,21 +897,30 @@ mod tests {
     use super::*;
     use core::sync::atomic::AtomicUsize;
 
-    static CREATED: AtomicUsize = AtomicUsize::new(0);
-    static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+    /// A fake `ibv_create_ah` (a fresh heap address per AH) and
+    /// `ibv_destroy_ah`, counting into their own two statics.
+    macro_rules! fake_verbs {
+        ($create:ident, $destroy:ident, $created:ident, $destroyed:ident) => {
+            static $created: AtomicUsize = AtomicUsize::new(0);
+            static $destroyed: AtomicUsize = AtomicUsize::new(0);
 
-    /// A fake `ibv_create_ah`: a fresh heap address per AH.
-    unsafe extern "C" fn fake_create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-        CREATED.fetch_add(1, Ordering::SeqCst);
-        Box::into_raw(Box::new(0u64)).cast()
+            unsafe extern "C" fn $create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+                $created.fetch_add(1, Ordering::SeqCst);
+                Box::into_raw(Box::new(0u64)).cast()
+            }
+
+            unsafe extern "C" fn $destroy(ah: *mut ibv_ah) -> i32 {
+                $destroyed.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: every AH comes from the create's `Box<u64>`.
+                drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
+                0
+            }
+        };
     }
 
-    unsafe extern "C" fn fake_destroy(ah: *mut ibv_ah) -> i32 {
-        DESTROYED.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: every AH comes from `fake_create`'s `Box<u64>`.
-        drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
-        0
-    }
+    fake_verbs!(fake_create, fake_destroy, CREATED, DESTROYED);
+    // The multi-threaded test's own, so that its counts are exact.
+    fake_verbs!(mt_create, mt_destroy, MT_CREATED, MT_DESTROYED);
 
     fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
         let mut a = [0u8; 40];
@@ -960,12 +969,17 @@ mod tests {
     }
 
     fn v4_responder(local: [u8; 4]) -> Responder {
+        v4_responder_with(local, Verbs { create_ah: fake_create, destroy_ah: fake_destroy })
+    }
+
+    /// A responder on port 1 with `local` at GID index 3, over fake `verbs`.
+    fn v4_responder_with(local: [u8; 4], verbs: Verbs) -> Responder {
         let gids =
             gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
                 .unwrap();
         let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
         // SAFETY: the fake verbs never dereference `pd`.
-        unsafe { Responder::from_gids(gids, pd, Verbs { create_ah: fake_create, destroy_ah: fake_destroy }) }
+        unsafe { Responder::from_gids(gids, pd, verbs) }
     }
 
     #[test]
@@ -994,30 +1008,10 @@ mod tests {
         assert_eq!(r.stats().kernel_ahs_live, 0);
     }
 
-    static MT_CREATED: AtomicUsize = AtomicUsize::new(0);
-    static MT_DESTROYED: AtomicUsize = AtomicUsize::new(0);
-
-    unsafe extern "C" fn mt_create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-        MT_CREATED.fetch_add(1, Ordering::SeqCst);
-        Box::into_raw(Box::new(0u64)).cast()
-    }
-
-    unsafe extern "C" fn mt_destroy(ah: *mut ibv_ah) -> i32 {
-        MT_DESTROYED.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: every AH comes from `mt_create`'s `Box<u64>`.
-        drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
-        0
-    }
-
     #[test]
     fn threads_create_and_destroy_same_and_different_ahs_and_the_counts_balance() {
         let local = [10, 0, 0, 1];
-        let gids =
-            gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
-                .unwrap();
-        let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
-        // SAFETY: the fake verbs never dereference `pd`.
-        let r = unsafe { Responder::from_gids(gids, pd, Verbs { create_ah: mt_create, destroy_ah: mt_destroy }) };
+        let r = v4_responder_with(local, Verbs { create_ah: mt_create, destroy_ah: mt_destroy });
         let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
         let (threads, rounds) = if cfg!(miri) { (3u8, 20usize) } else { (4, 2000) };
         let shared = v4_area([10, 0, 0, 2], local);
