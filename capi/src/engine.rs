@@ -398,16 +398,23 @@ impl Out {
     fn outstanding(&self) -> u64 {
         self.word.load(Ordering::Acquire) & COUNT
     }
-}
 
-/// Waits a little for a `BUSY` slot (spinning, then yielding: the holder may
-/// have been preempted).
-fn backoff(spins: &mut u32) {
-    *spins = spins.wrapping_add(1);
-    if *spins < 64 {
-        core::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
+    /// The word once `BUSY` is clear (spinning, then yielding: the holder
+    /// may have been preempted in its three stores).
+    fn settled(&self) -> u64 {
+        let mut spins = 0u32;
+        loop {
+            let w = self.word.load(Ordering::Acquire);
+            if w & BUSY == 0 {
+                return w;
+            }
+            spins = spins.wrapping_add(1);
+            if spins < 64 {
+                core::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 }
 
@@ -662,12 +669,10 @@ impl Responder {
             let _ = self.table.release(&self.backend, h);
             return Err(AhFailure::Table(libc::EIO));
         };
-        let (mut w, mut spins) = (out.word.load(Ordering::Acquire), 0u32);
+        let mut w = out.word.load(Ordering::Acquire);
         loop {
             if w & BUSY != 0 {
-                backoff(&mut spins);
-                w = out.word.load(Ordering::Acquire);
-                continue;
+                w = out.settled();
             }
             if w & COUNT == 0 {
                 // 0 → 1: this handle becomes the anchor.
@@ -732,12 +737,10 @@ impl Responder {
 
     /// One reference to `ah` back to `out`: `None` when `out` has none of it.
     fn give_back(&self, out: &Out, ah: AhPtr) -> Option<Result<(), i32>> {
-        let (mut w, mut spins) = (out.word.load(Ordering::Acquire), 0u32);
+        let mut w = out.word.load(Ordering::Acquire);
         loop {
             if w & BUSY != 0 {
-                backoff(&mut spins);
-                w = out.word.load(Ordering::Acquire);
-                continue;
+                w = out.settled();
             }
             // The token of `w`'s incarnation (stored before `w` was
             // released; a newer one has another `seq`, and the CAS fails).
