@@ -17,9 +17,11 @@
 #                    (poll_cqs: create_reply_ah only while !node->ah), so the
 #                    8 calls name 8 different PDs; an AH belongs to the PD it
 #                    was created on, and rxe's rxe_get_av
-#                    (drivers/infiniband/sw/rxe/rxe_av.c, since kernel 5.18,
-#                    commit 63221acb0c63) drops a UD send whose AH's PD is not
-#                    the QP's ("PDs don't match for AH and QP"). Sharing one
+#                    (drivers/infiniband/sw/rxe/rxe_av.c; the PD test came
+#                    with the AH index, e2fe06c90806, 2021, and got its own
+#                    message in 63221acb0c63, 2022) drops a UD send whose
+#                    AH's PD is not the QP's ("PDs don't match for AH and
+#                    QP"). Sharing one
 #                    AH across the 8 would break the replies; the sharing the
 #                    issue asks for is shown on one PD by ah-sharing below.
 #  ah-sharing        udah-ah-loop on one PD: repeated requests for a peer
