@@ -4,8 +4,9 @@
 //! admission policy, and the shared AH table over the application's
 //! protection domain as its cache, with [`PdBackend`] as the core's `Hal`),
 //! and adds what C needs around it: the C attribute of either profile, the
-//! map from the `struct ibv_ah *` C gives back to the core's handles, and
-//! the counters of `struct udah_stats`.
+//! lock-free hit path (per-thread snapshot copies, references out counted
+//! per table slot, found from the `struct ibv_ah *` C gives back), and the
+//! counters of `struct udah_stats`.
 //!
 //! The verbs it needs from a context the application owns (borrowed: never
 //! closed or freed here) are the four of [`Verbs`], so that a borrowed-context
