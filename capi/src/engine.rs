@@ -4,23 +4,24 @@
 //! admission policy, and the shared AH table over the application's
 //! protection domain as its cache, with [`PdBackend`] as the core's `Hal`),
 //! and adds what C needs around it: the C attribute of either profile, the
-//! map from the `struct ibv_ah *` C gives back to the core's handles, and
-//! the counters of `struct udah_stats`.
+//! lock-free hit path (per-thread snapshot copies, references out counted
+//! per table slot, found from the `struct ibv_ah *` C gives back), and the
+//! counters of `struct udah_stats`.
 //!
 //! The verbs it needs from a context the application owns (borrowed: never
 //! closed or freed here) are the four of [`Verbs`], so that a borrowed-context
 //! constructor of `udah-hal-ibverbs` can replace them without touching the
 //! callers.
 
-use core::sync::atomic::{AtomicU64, Ordering};
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use core::cell::{RefCell, UnsafeCell};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, ProfileError, kernel, libibverbs};
 use udah_core::attr::PortNum;
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::responder::{Config, ResolveError, Responder as CoreResponder};
+use udah_core::responder::{Config, Refreshed, ResolveError, Responder as CoreResponder};
 use udah_core::table::{AhCache, AhHandle, AhTable, Shared, TableError, Wait};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
@@ -288,8 +289,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Counters of a responder that the core's do not cover (the C
-/// `struct udah_stats`; the table's and the re-snapshots come from the core).
+/// Counters of a responder that the core's do not cover (for
+/// [`Stats`]; the table's and the re-snapshots come from the core).
 #[derive(Debug, Default)]
 struct Counters {
     init_calls: AtomicU64,
@@ -305,38 +306,9 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A snapshot of a responder's counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stats {
-    /// `udah_init_ah_from_wc` calls.
-    pub init_calls: u64,
-    /// Of which failed.
-    pub init_failures: u64,
-    /// AH requests (`udah_create_ah_from_wc`, `udah_create_ah`, batch entries).
-    pub create_calls: u64,
-    /// Of which failed.
-    pub create_failures: u64,
-    /// `udah_destroy_ah` calls.
-    pub destroy_calls: u64,
-    /// AH requests served by an AH that already existed.
-    pub ah_hits: u64,
-    /// Kernel AHs created (`ibv_create_ah`).
-    pub kernel_ahs_created: u64,
-    /// Kernel AHs destroyed.
-    pub kernel_ahs_destroyed: u64,
-    /// Kernel AHs alive now.
-    pub kernel_ahs_live: u64,
-    /// AHs handed out and not yet given back.
-    pub ahs_outstanding: u64,
-    /// Asynchronous events passed in.
-    pub events: u64,
-    /// GID snapshots re-read.
-    pub refreshes: u64,
-    /// Failed re-reads (the old snapshot is kept).
-    pub refresh_failures: u64,
-    /// The current snapshot's generation.
-    pub gid_generation: u64,
-}
+/// A snapshot of a responder's counters: the C struct itself (one
+/// definition, in `lib.rs`, which cbindgen reads).
+pub use crate::udah_stats as Stats;
 
 /// Why an AH request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,42 +352,155 @@ fn resolve_failure(e: ResolveError<Errno>) -> AhFailure {
     }
 }
 
+/// The AH table of a C responder.
+type Table = AhTable<PdBackend, AH_CAP>;
+
 /// The AH cache of a C responder: the core's shared table over the
-/// application's PD (see [`Responder`] for why not a [`Session`](udah_core::table::Session)).
-type Cache = Shared<PdBackend, Box<AhTable<PdBackend, AH_CAP>>>;
+/// application's PD (see [`Responder`] for why not a [`Session`](udah_core::table::Session)),
+/// both also held by the [`Responder`] for its lock-free hits.
+type Cache = Shared<Arc<PdBackend>, Arc<Table>>;
 
 /// The core pipeline of a C responder: snapshot, libibverbs profile, open
 /// admission, the shared cache.
 type Core = CoreResponder<Cache, GID_CAP>;
 
-/// What one lock guards: the core responder and the references it handed
-/// out, by AH address (C gives back only the `struct ibv_ah *`).
-#[derive(Debug)]
-struct Inner {
-    core: Box<Core>,
-    handles: HashMap<u64, Vec<AhHandle<AhPtr>>>,
+/// The C references handed out on one table slot, with the one table
+/// reference (the anchor) that keeps the slot's entry while any is out.
+///
+/// `word` is `seq << 33 | BUSY | count`: `count` C references are out
+/// (each `udah_create_ah*` adds one, each `udah_destroy_ah` takes one), and
+/// while `count > 0` the slot holds `anchor`, the [`AhHandle`] of the first
+/// of them, and `token`, its AH. The transitions 0 → 1 and 1 → 0 set `BUSY`
+/// for the few stores that write or take the anchor (whoever sees `BUSY`
+/// waits); `seq` moves at each 0 → 1, so that a give-back that read the
+/// token of one incarnation cannot take a reference of the next.
+#[repr(align(64))]
+struct Out {
+    word: AtomicU64,
+    token: AtomicU64,
+    anchor: UnsafeCell<Option<AhHandle<AhPtr>>>,
 }
 
+// SAFETY: `anchor` is only read or written by the thread that set `BUSY` in
+// `word` (one at a time, `Acquire`/`Release` on `word`); the handle inside is
+// plain data (`Send`).
+unsafe impl Sync for Out {}
+
+const BUSY: u64 = 1 << 32;
+const COUNT: u64 = BUSY - 1;
+const SEQ_ONE: u64 = 1 << 33;
+const SEQ: u64 = !(SEQ_ONE - 1);
+
+impl Out {
+    fn new() -> Out {
+        Out { word: AtomicU64::new(0), token: AtomicU64::new(0), anchor: UnsafeCell::new(None) }
+    }
+
+    fn outstanding(&self) -> u64 {
+        self.word.load(Ordering::Acquire) & COUNT
+    }
+
+    /// The word once `BUSY` is clear (spinning, then yielding: the holder
+    /// may have been preempted in its three stores).
+    fn settled(&self) -> u64 {
+        let mut spins = 0u32;
+        loop {
+            let w = self.word.load(Ordering::Acquire);
+            if w & BUSY == 0 {
+                return w;
+            }
+            spins = spins.wrapping_add(1);
+            if spins < 64 {
+                core::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Slots of the AH-to-slot hint map (4 per table slot).
+const HINTS: usize = AH_CAP * 4;
+
+fn hint_of(ah: AhPtr) -> usize {
+    // Fibonacci hashing of the address (allocations are 16-byte aligned).
+    ((ah.0 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
+}
+
+/// A thread's copy of a responder's GID snapshot: `epoch` is the responder's
+/// [`Responder::epoch`] when it was copied.
+struct LocalGids {
+    id: u64,
+    epoch: u64,
+    gids: Box<Gids>,
+}
+
+/// How many responders' snapshots a thread keeps (least recently added out).
+const LOCAL_GIDS: usize = 4;
+
+std::thread_local! {
+    static LOCAL: RefCell<Vec<LocalGids>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A random hash seed for a responder's AH table: the senders a responder
+/// answers choose their source GIDs, and with a known seed they could craft
+/// GIDs that all land in the same windows and push the other peers out
+/// ([`AhTable::with_seed`]). `RandomState`'s keys come from the OS's random
+/// source once per thread and move for each new state.
+fn random_seed() -> u64 {
+    use core::hash::BuildHasher;
+    std::hash::RandomState::new().hash_one(0x7564_6168_u64)
+}
+
+/// Responder ids, for the threads' snapshot copies (never reused).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 /// A C responder: a [`udah_core::responder::Responder`] (one port's GID
-/// snapshot, the libibverbs profile, the AH cache of one PD) plus the map
-/// from the AH pointers C holds to the core's handles. Thread safe.
+/// snapshot, the libibverbs profile, the AH cache of one PD) plus what C
+/// needs around it: the references handed out per table slot, and the
+/// counters. Thread safe.
 ///
-/// Thread safety: the core responder resolves through `&mut self`, so it
-/// sits behind one [`Mutex`] together with the handle map. Its cache is the
-/// [`Shared`] table, not a per-thread
+/// Thread safety. A hit takes no lock. The core responder resolves through
+/// `&mut self` (it owns the GID snapshot and swaps it on a refresh), so it
+/// sits behind a [`Mutex`], and only misses, refreshes, `close` and `stats`
+/// take it. A hit computes the words against the calling thread's copy of
+/// the snapshot (re-copied under the mutex when the responder's `epoch`,
+/// moved by every re-snapshot, differs from the copy's), looks them up in the
+/// shared [`AhTable`] with its lock-free [`get`](AhTable::get), and checks
+/// the epoch again: if a refresh ran in between, the reference goes back and
+/// the request takes the locked path, so no AH is built from a snapshot that
+/// a refresh replaced. (An entry created after a refresh is only reached
+/// through the creator's release of the slot word, which the hit's `Acquire`
+/// reads, so the second check sees that refresh's epoch.) Anything the hit
+/// does not finish (a profile failure, a miss, an entry in creation) goes to
+/// the core responder under the mutex, as every call did before: the result
+/// and errno are the core's.
+///
+/// The cache is the [`Shared`] table, not a per-thread
 /// [`Session`](udah_core::table::Session): the C ABI has no per-thread
 /// object to keep a session in, and an AH handed out on one thread may be
-/// given back (or the responder destroyed) on another, while a session's
-/// leases belong to the thread that holds them. Every C call takes the lock
-/// once (the previous glue took a read lock on the snapshot and then the
-/// handle map's mutex on every create and destroy, so the handle map already
-/// serialized the calls). The price: a miss holds the lock across
-/// `ibv_create_ah`, so other threads wait for one kernel AH per new peer.
+/// given back (or the responder destroyed) on another.
+///
+/// C gives back only the `struct ibv_ah *`: the references out are counted
+/// per table slot ([`Out`]), found from the AH through a hint map (AH
+/// address → slot, written on hand-out; a stale or overwritten hint falls
+/// back to a scan of the slots' AHs, as does an AH this responder never
+/// handed out, which gives `EINVAL`).
 pub struct Responder {
     port: u8,
     /// Made over a context: events and refreshes re-read the GID table.
     refreshable: bool,
-    inner: Mutex<Inner>,
+    /// This responder's id for the threads' snapshot copies.
+    id: u64,
+    /// Moves (under the mutex) with every re-snapshot.
+    epoch: AtomicU64,
+    table: Arc<Table>,
+    backend: Arc<PdBackend>,
+    /// Per table slot: the C references out.
+    out: Box<[Out]>,
+    /// AH address → slot + 1 (0: none), a hint checked against `out`.
+    hints: Box<[AtomicU32]>,
+    inner: Mutex<Box<Core>>,
     counters: Counters,
 }
 
@@ -437,10 +522,10 @@ impl Responder {
             return Err(Errno(libc::EINVAL));
         }
         let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
-        let cache = Shared::new(PdBackend::new(ctx, pd, verbs), Box::new(AhTable::new()));
+        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), Arc::new(Table::with_seed(random_seed())));
         // The first snapshot: `PdBackend::snapshot_gids`.
-        let core = Box::new(Core::new(cache, port_num, Config::default())?);
-        Ok(Responder::with_core(core, true))
+        let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, Config::default())?);
+        Ok(Responder::with_core(core, backend, table, true))
     }
 
     /// A responder over a fixed snapshot (no context: events and refreshes
@@ -449,17 +534,61 @@ impl Responder {
     /// # Safety
     /// `pd` must be null or a live PD that outlives the responder.
     pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
-        let cache = Shared::new(PdBackend::new(core::ptr::null_mut(), pd, verbs), Box::new(AhTable::new()));
-        Responder::with_core(Box::new(Core::from_snapshot(cache, *gids, Config::default())), false)
+        let backend = Arc::new(PdBackend::new(core::ptr::null_mut(), pd, verbs));
+        let table = Arc::new(Table::with_seed(random_seed()));
+        let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, Config::default()));
+        Responder::with_core(core, backend, table, false)
     }
 
-    fn with_core(core: Box<Core>, refreshable: bool) -> Responder {
+    fn with_core(core: Box<Core>, backend: Arc<PdBackend>, table: Arc<Table>, refreshable: bool) -> Responder {
         Responder {
             port: core.port(),
             refreshable,
-            inner: Mutex::new(Inner { core, handles: HashMap::new() }),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            epoch: AtomicU64::new(1),
+            table,
+            backend,
+            out: (0..AH_CAP).map(|_| Out::new()).collect(),
+            hints: (0..HINTS).map(|_| AtomicU32::new(0)).collect(),
+            inner: Mutex::new(core),
             counters: Counters::default(),
         }
+    }
+
+    /// `f` over the calling thread's copy of the snapshot (re-copied under
+    /// the mutex when a refresh moved the epoch), with the copy's epoch.
+    fn with_gids<R>(&self, mut f: impl FnMut(&Gids) -> R) -> (R, u64) {
+        let now = self.epoch.load(Ordering::Acquire);
+        let local =
+            LOCAL.try_with(|cell| cell.try_borrow_mut().ok().and_then(|mut v| self.on_local(&mut v, now, &mut f)));
+        if let Ok(Some(r)) = local {
+            return r;
+        }
+        // The thread is exiting (its locals are gone): under the mutex.
+        let g = lock(&self.inner);
+        (f(g.gids()), self.epoch.load(Ordering::Acquire))
+    }
+
+    fn on_local<R>(&self, v: &mut Vec<LocalGids>, now: u64, f: &mut impl FnMut(&Gids) -> R) -> Option<(R, u64)> {
+        let i = match v.iter().position(|l| l.id == self.id) {
+            Some(i) => i,
+            None => {
+                if v.len() >= LOCAL_GIDS {
+                    v.remove(0);
+                }
+                let g = lock(&self.inner);
+                let epoch = self.epoch.load(Ordering::Acquire);
+                v.push(LocalGids { id: self.id, epoch, gids: Box::new(g.gids().clone()) });
+                v.len().wrapping_sub(1)
+            }
+        };
+        let l = v.get_mut(i)?;
+        if l.epoch != now {
+            let g = lock(&self.inner);
+            *l.gids = g.gids().clone();
+            l.epoch = self.epoch.load(Ordering::Acquire);
+        }
+        Some((f(&l.gids), l.epoch))
     }
 
     /// The port.
@@ -468,10 +597,11 @@ impl Responder {
     }
 
     /// `ibv_init_ah_from_wc` with `profile` and `evidence` against the core
-    /// responder's snapshot: the attribute as the C struct, and 0 or the
-    /// errno. The attribute is what the profile's C code leaves, also on
-    /// failure (which the core's word form does not carry; hence
-    /// [`compute`] rather than [`CoreResponder::words`]).
+    /// responder's snapshot (the calling thread's copy of it: no lock): the
+    /// attribute as the C struct, and 0 or the errno. The attribute is what
+    /// the profile's C code leaves, also on failure (which the core's word
+    /// form does not carry; hence [`compute`] rather than
+    /// [`CoreResponder::words`]).
     pub fn init_ah_from_wc(
         &self,
         wc: &IbvWc,
@@ -480,7 +610,7 @@ impl Responder {
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
         bump(&self.counters.init_calls);
-        let r = compute(lock(&self.inner).core.gids(), self.port, wc, area, profile, evidence);
+        let (r, _) = self.with_gids(|g| compute(g, self.port, wc, area, profile, evidence));
         if r.1 != 0 {
             bump(&self.counters.init_failures);
         }
@@ -489,36 +619,98 @@ impl Responder {
 
     /// A deduplicated, referenced AH for a completion: the core responder's
     /// [`resolve`](CoreResponder::resolve) (the libibverbs profile, as
-    /// `ibv_create_ah_from_wc`).
+    /// `ibv_create_ah_from_wc`). A hit takes no lock (see [`Responder`]).
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
-        let mut g = lock(&self.inner);
-        let r = g.core.resolve(wc, area).map_err(resolve_failure);
-        self.keep(&mut g, r)
+        // The C responder's configuration is `Config::default()`: the
+        // libibverbs profile without evidence, an open admission policy.
+        let (words, epoch) = self.with_gids(|g| libibverbs::words(g, wc, area, Evidence::None).ok());
+        if let Some(words) = words
+            && let Some(h) = self.table.get(&words)
+        {
+            if self.epoch.load(Ordering::Acquire) == epoch {
+                return self.keep(Ok(h));
+            }
+            // A refresh ran: the words may be stale. Give it back (the
+            // error of a last release is the backend's; the AH is gone).
+            let _ = self.table.release(&self.backend, h);
+        }
+        let r = lock(&self.inner).resolve(wc, area).map_err(resolve_failure);
+        self.keep(r)
     }
 
     /// A deduplicated, referenced AH for an attribute, from the same cache
     /// (an attribute equal to a completion's shares its AH).
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
-        let mut g = lock(&self.inner);
         let r = match AhAttr::try_from(attr) {
-            Ok(a) => g.core.cache_mut().lookup(a, Wait::Block).map_err(table_failure),
+            Ok(a) => match self.table.get(&a) {
+                Some(h) => Ok(h),
+                None => lock(&self.inner).cache_mut().lookup(a, Wait::Block).map_err(table_failure),
+            },
             Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
         };
-        self.keep(&mut g, r)
+        self.keep(r)
     }
 
-    fn keep(&self, g: &mut Inner, r: Result<AhHandle<AhPtr>, AhFailure>) -> Result<AhPtr, AhFailure> {
-        match r {
-            Ok(h) => {
-                let ah = h.ah();
-                g.handles.entry(ah.0).or_default().push(h);
-                Ok(ah)
+    fn keep(&self, r: Result<AhHandle<AhPtr>, AhFailure>) -> Result<AhPtr, AhFailure> {
+        let r = r.and_then(|h| self.hand_out(h));
+        if r.is_err() {
+            bump(&self.counters.create_failures);
+        }
+        r
+    }
+
+    /// Counts a reference out on the handle's slot: the first becomes the
+    /// slot's anchor, a further one goes back to the table at once (the
+    /// anchor keeps the entry).
+    fn hand_out(&self, h: AhHandle<AhPtr>) -> Result<AhPtr, AhFailure> {
+        let (ah, slot) = (h.ah(), h.slot());
+        let Some(out) = self.out.get(slot) else {
+            let _ = self.table.release(&self.backend, h);
+            return Err(AhFailure::Table(libc::EIO));
+        };
+        let mut w = out.word.load(Ordering::Acquire);
+        loop {
+            if w & BUSY != 0 {
+                w = out.settled();
             }
-            Err(e) => {
-                bump(&self.counters.create_failures);
-                Err(e)
+            if w & COUNT == 0 {
+                // 0 → 1: this handle becomes the anchor.
+                let next = (w & SEQ).wrapping_add(SEQ_ONE) | BUSY | 1;
+                match out.word.compare_exchange_weak(w, next, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        out.token.store(ah.0, Ordering::Relaxed);
+                        // SAFETY: this thread set `BUSY`: it alone touches
+                        // the anchor until the store below clears it.
+                        unsafe { *out.anchor.get() = Some(h) };
+                        out.word.store(next & !BUSY, Ordering::Release);
+                        if let Some(hint) = self.hints.get(hint_of(ah)) {
+                            hint.store(slot as u32 + 1, Ordering::Relaxed);
+                        }
+                        return Ok(ah);
+                    }
+                    Err(cur) => w = cur,
+                }
+            } else {
+                // The anchor holds a reference to this slot, so the slot
+                // holds the handle's entry (a slot is reused only once its
+                // last reference is gone).
+                if w & COUNT == COUNT {
+                    let _ = self.table.release(&self.backend, h);
+                    return Err(AhFailure::Table(libc::ENOMEM));
+                }
+                match out.word.compare_exchange_weak(w, w.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        // Not the last table reference (the anchor's is
+                        // out): cannot destroy, cannot fail but for a bug.
+                        return match self.table.release(&self.backend, h) {
+                            Ok(()) => Ok(ah),
+                            Err(e) => Err(table_failure(e)),
+                        };
+                    }
+                    Err(cur) => w = cur,
+                }
             }
         }
     }
@@ -527,29 +719,73 @@ impl Responder {
     /// did not hand out (or handed out fewer times).
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
         bump(&self.counters.destroy_calls);
-        let mut g = lock(&self.inner);
-        let Some(v) = g.handles.get_mut(&ah.0) else { return Err(libc::EINVAL) };
-        let h = v.pop();
-        if v.is_empty() {
-            g.handles.remove(&ah.0);
+        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
+            && let Some(r) = self.give_back(out, ah)
+        {
+            return r;
         }
-        let Some(h) = h else { return Err(libc::EINVAL) };
-        g.core.release(h).map_err(|e| table_failure(e).errno())
+        // No hint, or another AH's: every slot (a miss here is `EINVAL`).
+        for out in self.out.iter() {
+            if out.token.load(Ordering::Relaxed) == ah.0
+                && let Some(r) = self.give_back(out, ah)
+            {
+                return r;
+            }
+        }
+        Err(libc::EINVAL)
+    }
+
+    /// One reference to `ah` back to `out`: `None` when `out` has none of it.
+    fn give_back(&self, out: &Out, ah: AhPtr) -> Option<Result<(), i32>> {
+        let mut w = out.word.load(Ordering::Acquire);
+        loop {
+            if w & BUSY != 0 {
+                w = out.settled();
+            }
+            // The token of `w`'s incarnation (stored before `w` was
+            // released; a newer one has another `seq`, and the CAS fails).
+            if w & COUNT == 0 || out.token.load(Ordering::Relaxed) != ah.0 {
+                return None;
+            }
+            let last = w & COUNT == 1;
+            let next = if last { (w & SEQ) | BUSY } else { w.wrapping_sub(1) };
+            match out.word.compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) if last => {
+                    // SAFETY: this thread set `BUSY`: it alone touches the
+                    // anchor until the store below clears it.
+                    let anchor = unsafe { (*out.anchor.get()).take() };
+                    out.token.store(0, Ordering::Relaxed);
+                    out.word.store(w & SEQ, Ordering::Release);
+                    return Some(match anchor {
+                        Some(h) => self.table.release(&self.backend, h).map_err(|e| table_failure(e).errno()),
+                        None => Err(libc::EIO),
+                    });
+                }
+                Ok(_) => return Some(Ok(())),
+                Err(cur) => w = cur,
+            }
+        }
     }
 
     /// Re-reads the GID table now and retires the AHs whose local GID
     /// changed (handles out stay valid until given back): the core's
     /// [`refresh`](CoreResponder::refresh), after moving the backend's
     /// generation (libibverbs has no GID generation to read, so a refresh
-    /// is what says the table may have changed).
+    /// is what says the table may have changed). A new snapshot moves the
+    /// epoch, so that threads re-copy it and hits in flight re-check.
     pub fn refresh(&self) -> Result<(), i32> {
         if !self.refreshable {
             return Err(libc::EOPNOTSUPP);
         }
         let mut g = lock(&self.inner);
-        g.core.backend().bump_generation();
-        match g.core.refresh() {
-            Ok(_) => Ok(()),
+        g.backend().bump_generation();
+        match g.refresh() {
+            Ok(Refreshed::Current) => Ok(()),
+            Ok(_) => {
+                self.epoch.fetch_add(1, Ordering::Release);
+                Ok(())
+            }
             Err(Errno(e)) => {
                 bump(&self.counters.refresh_failures);
                 Err(e)
@@ -579,14 +815,17 @@ impl Responder {
         self.refresh().map(|()| true)
     }
 
+    fn outstanding(&self) -> u64 {
+        self.out.iter().map(Out::outstanding).sum()
+    }
+
     /// The counters.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let g = lock(&self.inner);
-        let s = g.core.stats();
+        let s = g.stats();
         let t = s.table;
-        let outstanding = g.handles.values().map(|v| v.len() as u64).sum();
         Stats {
             init_calls: ld(&c.init_calls),
             init_failures: ld(&c.init_failures),
@@ -597,22 +836,22 @@ impl Responder {
             kernel_ahs_created: t.creates,
             kernel_ahs_destroyed: t.destroys,
             kernel_ahs_live: t.live,
-            ahs_outstanding: outstanding,
+            ahs_outstanding: self.outstanding(),
             events: ld(&c.events),
             refreshes: s.resnapshots,
             refresh_failures: ld(&c.refresh_failures),
-            gid_generation: g.core.gids().generation(),
+            gid_generation: g.gids().generation(),
         }
     }
 
     /// Destroys every cached AH. `EBUSY` (and nothing destroyed) while AHs
     /// handed out have not been given back.
     pub fn close(&self) -> Result<(), i32> {
-        let g = lock(&self.inner);
-        if !g.handles.is_empty() {
+        let _g = lock(&self.inner);
+        if self.out.iter().any(|o| o.word.load(Ordering::Acquire) & (BUSY | COUNT) != 0) {
             return Err(libc::EBUSY);
         }
-        g.core.cache().table().retire_all(g.core.backend());
+        self.table.retire_all(&self.backend);
         Ok(())
     }
 }
@@ -662,21 +901,30 @@ mod tests {
     use super::*;
     use core::sync::atomic::AtomicUsize;
 
-    static CREATED: AtomicUsize = AtomicUsize::new(0);
-    static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+    /// A fake `ibv_create_ah` (a fresh heap address per AH) and
+    /// `ibv_destroy_ah`, counting into their own two statics.
+    macro_rules! fake_verbs {
+        ($create:ident, $destroy:ident, $created:ident, $destroyed:ident) => {
+            static $created: AtomicUsize = AtomicUsize::new(0);
+            static $destroyed: AtomicUsize = AtomicUsize::new(0);
 
-    /// A fake `ibv_create_ah`: a fresh heap address per AH.
-    unsafe extern "C" fn fake_create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-        CREATED.fetch_add(1, Ordering::SeqCst);
-        Box::into_raw(Box::new(0u64)).cast()
+            unsafe extern "C" fn $create(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+                $created.fetch_add(1, Ordering::SeqCst);
+                Box::into_raw(Box::new(0u64)).cast()
+            }
+
+            unsafe extern "C" fn $destroy(ah: *mut ibv_ah) -> i32 {
+                $destroyed.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: every AH comes from the create's `Box<u64>`.
+                drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
+                0
+            }
+        };
     }
 
-    unsafe extern "C" fn fake_destroy(ah: *mut ibv_ah) -> i32 {
-        DESTROYED.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: every AH comes from `fake_create`'s `Box<u64>`.
-        drop(unsafe { Box::from_raw(ah.cast::<u64>()) });
-        0
-    }
+    fake_verbs!(fake_create, fake_destroy, CREATED, DESTROYED);
+    // The multi-threaded test's own, so that its counts are exact.
+    fake_verbs!(mt_create, mt_destroy, MT_CREATED, MT_DESTROYED);
 
     fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
         let mut a = [0u8; 40];
@@ -725,12 +973,17 @@ mod tests {
     }
 
     fn v4_responder(local: [u8; 4]) -> Responder {
+        v4_responder_with(local, Verbs { create_ah: fake_create, destroy_ah: fake_destroy })
+    }
+
+    /// A responder on port 1 with `local` at GID index 3, over fake `verbs`.
+    fn v4_responder_with(local: [u8; 4], verbs: Verbs) -> Responder {
         let gids =
             gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
                 .unwrap();
         let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
         // SAFETY: the fake verbs never dereference `pd`.
-        unsafe { Responder::from_gids(gids, pd, Verbs { create_ah: fake_create, destroy_ah: fake_destroy }) }
+        unsafe { Responder::from_gids(gids, pd, verbs) }
     }
 
     #[test]
@@ -760,6 +1013,91 @@ mod tests {
     }
 
     #[test]
+    fn threads_create_and_destroy_same_and_different_ahs_and_the_counts_balance() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder_with(local, Verbs { create_ah: mt_create, destroy_ah: mt_destroy });
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let (threads, rounds) = if cfg!(miri) { (3u8, 20usize) } else { (4, 2000) };
+        let shared = v4_area([10, 0, 0, 2], local);
+        let (tx, rx) = std::sync::mpsc::channel::<AhPtr>();
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (r, tx) = (&r, tx.clone());
+                s.spawn(move || {
+                    let own = v4_area([10, 0, 1, t], local);
+                    for i in 0..rounds {
+                        let a = r.create_ah_from_wc(&wc, &shared).unwrap();
+                        let b = r.create_ah_from_wc(&wc, &own).unwrap();
+                        // One of four peers the threads have in common.
+                        let c = r.create_ah_from_wc(&wc, &v4_area([10, 0, 2, (i % 4) as u8], local)).unwrap();
+                        assert_ne!(a, b);
+                        let (_, e) = r.init_ah_from_wc(&wc, Some(&own), Profile::Libibverbs, Evidence::None);
+                        assert_eq!(e, 0);
+                        // Given back in another order than taken; one of
+                        // every 8 on another thread.
+                        r.destroy_ah(b).unwrap();
+                        if i % 8 == 0 {
+                            tx.send(a).unwrap()
+                        } else {
+                            r.destroy_ah(a).unwrap()
+                        }
+                        r.destroy_ah(c).unwrap();
+                    }
+                });
+            }
+            drop(tx);
+            // The collector: gives back what the others sent.
+            let r = &r;
+            s.spawn(move || {
+                for ah in rx {
+                    r.destroy_ah(ah).unwrap();
+                }
+            });
+        });
+        let calls = u64::from(threads) * rounds as u64;
+        let s = r.stats();
+        assert_eq!(
+            (s.create_calls, s.create_failures, s.destroy_calls, s.ahs_outstanding),
+            (3 * calls, 0, 3 * calls, 0)
+        );
+        // One kernel AH per peer: the shared one, one per thread, the four.
+        assert_eq!(s.kernel_ahs_created, 1 + u64::from(threads) + 4, "{s:?}");
+        // Nothing is out any more: a further give-back of each is refused.
+        let again = r.create_ah_from_wc(&wc, &shared).unwrap();
+        r.destroy_ah(again).unwrap();
+        assert_eq!(r.destroy_ah(again), Err(libc::EINVAL), "double destroy");
+        assert_eq!(r.destroy_ah(AhPtr(16)), Err(libc::EINVAL), "not ours");
+        r.close().unwrap();
+        let s = r.stats();
+        assert_eq!(
+            (s.kernel_ahs_created, s.kernel_ahs_destroyed, s.kernel_ahs_live),
+            (s.kernel_ahs_created, s.kernel_ahs_created, 0)
+        );
+        assert_eq!(MT_CREATED.load(Ordering::SeqCst), MT_DESTROYED.load(Ordering::SeqCst));
+        assert_eq!(MT_CREATED.load(Ordering::SeqCst) as u64, s.kernel_ahs_created);
+    }
+
+    #[test]
+    fn a_reference_out_keeps_close_busy_and_its_slot_counted() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let a = v4_area([10, 0, 0, 2], local);
+        let ah = r.create_ah_from_wc(&wc, &a).unwrap();
+        let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
+        assert_eq!(e, 0);
+        assert_eq!(r.close(), Err(libc::EBUSY));
+        // Another thread gives it back; then it is unknown.
+        std::thread::scope(|s| {
+            s.spawn(|| r.destroy_ah(ah).unwrap());
+        });
+        assert_eq!(r.destroy_ah(ah), Err(libc::EINVAL));
+        assert_eq!(r.stats().ahs_outstanding, 0);
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
     fn an_attribute_and_its_completion_share_the_core_cache_entry() {
         let local = [10, 0, 0, 1];
         let r = v4_responder(local);
@@ -783,6 +1121,12 @@ mod tests {
         r.destroy_ah(from_wc).unwrap();
         r.close().unwrap();
         assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn each_responder_draws_its_own_table_seed() {
+        // Two draws agree with probability 2^-64.
+        assert_ne!(random_seed(), random_seed());
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub struct udah_responder(Responder);
 
 /// Counters of a responder (`udah_responder_stats`).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct udah_stats {
     /// `udah_init_ah_from_wc` calls.
     pub init_calls: u64,
@@ -533,23 +533,7 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
         if stats.is_null() {
             return fail_int(libc::EINVAL);
         }
-        let s = resp.stats();
-        let c = udah_stats {
-            init_calls: s.init_calls,
-            init_failures: s.init_failures,
-            create_calls: s.create_calls,
-            create_failures: s.create_failures,
-            destroy_calls: s.destroy_calls,
-            ah_hits: s.ah_hits,
-            kernel_ahs_created: s.kernel_ahs_created,
-            kernel_ahs_destroyed: s.kernel_ahs_destroyed,
-            kernel_ahs_live: s.kernel_ahs_live,
-            ahs_outstanding: s.ahs_outstanding,
-            events: s.events,
-            refreshes: s.refreshes,
-            refresh_failures: s.refresh_failures,
-            gid_generation: s.gid_generation,
-        };
+        let c = resp.stats();
         // SAFETY: `stats` is valid for writes (the contract).
         unsafe { stats.write(c) };
         0

@@ -8,6 +8,22 @@
 #                    udaddy allocates one PD per connection and an AH is never
 #                    shared across PDs (rxe refuses an AH of another PD), so
 #                    here kernel AHs = calls; the log says how many.
+#                    Why "8 calls served by fewer kernel AHs" (#14) cannot
+#                    hold for `udaddy -c 8`: rdma-core's
+#                    librdmacm/examples/udaddy.c gives every connection its
+#                    own PD (init_node: node->pd = ibv_alloc_pd(...), called
+#                    from connect_handler for each CONNECT_REQUEST) and calls
+#                    ibv_create_ah_from_wc(node->pd, ...) once per node
+#                    (poll_cqs: create_reply_ah only while !node->ah), so the
+#                    8 calls name 8 different PDs; an AH belongs to the PD it
+#                    was created on, and rxe's rxe_get_av
+#                    (drivers/infiniband/sw/rxe/rxe_av.c; the PD test came
+#                    with the AH index, e2fe06c90806, 2021, and got its own
+#                    message in 63221acb0c63, 2022) drops a UD send whose
+#                    AH's PD is not the QP's ("PDs don't match for AH and
+#                    QP"). Sharing one
+#                    AH across the 8 would break the replies; the sharing the
+#                    issue asks for is shown on one PD by ah-sharing below.
 #  ah-sharing        udah-ah-loop on one PD: repeated requests for a peer
 #                    whose AH is held are served by that one kernel AH.
 #  ah-loop-ratio     ibv_create_ah_from_wc + ibv_destroy_ah in a loop with
