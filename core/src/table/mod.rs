@@ -785,6 +785,27 @@ impl Drop for WriterGuard<'_> {
     }
 }
 
+/// An empty [`AhTable`] with the slots `slots` and the hash seed `seed`:
+/// the one field list of both constructors (a `const fn` one with a const
+/// slot array, and loom's, whose atomics are not `const`).
+macro_rules! empty_table {
+    ($slots:expr, $seed:expr) => {
+        AhTable {
+            slots: $slots,
+            writer: CachePadded::new(AtomicBool::new(false)),
+            counters: CachePadded::new(Counters::new()),
+            hits: CachePadded::new(AtomicU64::new(0)),
+            hand: CachePadded::new(AtomicU64::new(0)),
+            seed: AtomicU64::new(0),
+            clock: CachePadded::new(AtomicU64::new(0)),
+            reclaim: CachePadded::new(AtomicU64::new(0)),
+            hash_key: HashKey::new($seed),
+            sweeping: AtomicU64::new(0),
+            _backend: PhantomData,
+        }
+    };
+}
+
 impl<H, const N: usize> AhTable<H, N> {
     const CHECK: () = assert!(N.is_power_of_two() && N <= 1 << 24, "AhTable capacity must be a power of two ≤ 2^24");
     const MASK: usize = N.wrapping_sub(1);
@@ -814,19 +835,7 @@ impl<H, const N: usize> AhTable<H, N> {
     #[cfg(not(loom))]
     pub const fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
-        AhTable {
-            slots: [const { Slot::new() }; N],
-            writer: CachePadded::new(AtomicBool::new(false)),
-            counters: CachePadded::new(Counters::new()),
-            hits: CachePadded::new(AtomicU64::new(0)),
-            hand: CachePadded::new(AtomicU64::new(0)),
-            seed: AtomicU64::new(0),
-            clock: CachePadded::new(AtomicU64::new(0)),
-            reclaim: CachePadded::new(AtomicU64::new(0)),
-            hash_key: HashKey::new(seed),
-            sweeping: AtomicU64::new(0),
-            _backend: PhantomData,
-        }
+        empty_table!([const { Slot::new() }; N], seed)
     }
 
     /// An empty table with the hash seed 0.
@@ -839,19 +848,7 @@ impl<H, const N: usize> AhTable<H, N> {
     #[cfg(loom)]
     pub fn with_seed(seed: u64) -> Self {
         let () = Self::CHECK;
-        AhTable {
-            slots: core::array::from_fn(|_| Slot::new()),
-            writer: CachePadded::new(AtomicBool::new(false)),
-            counters: CachePadded::new(Counters::new()),
-            hits: CachePadded::new(AtomicU64::new(0)),
-            hand: CachePadded::new(AtomicU64::new(0)),
-            seed: AtomicU64::new(0),
-            clock: CachePadded::new(AtomicU64::new(0)),
-            reclaim: CachePadded::new(AtomicU64::new(0)),
-            hash_key: HashKey::new(seed),
-            sweeping: AtomicU64::new(0),
-            _backend: PhantomData,
-        }
+        empty_table!(core::array::from_fn(|_| Slot::new()), seed)
     }
 
     /// The capacity `N`.
