@@ -126,7 +126,7 @@ pub struct L2Info {
 /// A backend AH that the AH table ([`crate::table::AhTable`]) can keep in one
 /// atomic word.
 ///
-/// The table is `#![forbid(unsafe_code)]`: it stores each AH as a `u64`
+/// The table has no `unsafe` but one prefetch hint (`table/prefetch.rs`): it stores each AH as a `u64`
 /// token in an `AtomicU64`, so its hit path is plain atomic loads plus one
 /// compare-and-swap, and it needs no `UnsafeCell`.
 ///

@@ -77,7 +77,7 @@ use crate::attr::{AttrWords, PortNum};
 use crate::gid_table::{GidTable, LinkLayer};
 use crate::hal::{ErrorType, Hal};
 use crate::table::fill;
-use crate::table::{AhCache, AhHandle, CacheAh, CacheError, TableError, TableStats, Wait};
+use crate::table::{AhCache, AhHandle, CacheAh, CacheError, Hashed, TableError, TableStats, Wait};
 use crate::wire::{Area, Evidence, Gid, NetworkType, Stamp};
 
 /// Where a responder takes the header type of the 40-byte area from.
@@ -627,13 +627,62 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// completion, written to `out` in order, until `completions` or `out`
     /// ends. Returns how many completions were consumed (a completion is
     /// taken only when `out` has room, so `iter.by_ref()` keeps the rest).
+    ///
+    /// On a table too large to stay in a core's caches
+    /// ([`AhCache::PREFETCH`]), the completions go in groups of [`STAGE`]:
+    /// the profile's hot path for each and a prefetch of its slot
+    /// ([`AhCache::prefetch`]), then the group's look-ups, so that the
+    /// group's cache and TLB misses on the table overlap instead of coming
+    /// one after the other.
     #[inline]
     pub fn resolve_batch<'a, W: Completion + 'a>(
         &mut self,
         completions: impl IntoIterator<Item = (&'a W, &'a Area)>,
         out: &mut [Option<ResolveResult<C>>],
     ) -> usize {
-        fill(completions.into_iter(), out, |(wc, area)| self.resolve(wc, area))
+        let it = completions.into_iter();
+        match self.fast {
+            Some(port) if C::PREFETCH => self.resolve_staged(port, it, out),
+            _ => fill(it, out, |(wc, area)| self.resolve(wc, area)),
+        }
+    }
+
+    /// [`resolve_batch`](Self::resolve_batch) in groups of [`STAGE`]: each
+    /// group's hot-path words hashed and their slots prefetched, then looked
+    /// up; a completion the hot path does not finish takes
+    /// [`resolve`](Self::resolve)'s general path in its turn.
+    #[inline(always)]
+    fn resolve_staged<'a, W: Completion + 'a>(
+        &mut self,
+        port: PortNum,
+        mut it: impl Iterator<Item = (&'a W, &'a Area)>,
+        out: &mut [Option<ResolveResult<C>>],
+    ) -> usize {
+        let mut n = 0usize;
+        for group in out.chunks_mut(STAGE) {
+            let mut staged: [Staged<'a, W>; STAGE] = [Staged::Empty; STAGE];
+            let mut m = 0usize;
+            for st in staged.iter_mut().take(group.len()) {
+                let Some((wc, area)) = it.next() else { break };
+                *st = match libibverbs::words_hot(&self.gids, port, wc.ibv(), area) {
+                    Some(w) => Staged::Hot(self.cache.prefetch(w)),
+                    None => Staged::General(wc, area),
+                };
+                m = m.wrapping_add(1);
+            }
+            for (o, st) in group.iter_mut().zip(&staged) {
+                *o = Some(match *st {
+                    Staged::Hot(h) => self.cache.lookup(h, self.config.wait),
+                    Staged::General(wc, area) => self.resolve_general(wc, area),
+                    Staged::Empty => break,
+                });
+            }
+            n = n.wrapping_add(m);
+            if m < group.len() {
+                break;
+            }
+        }
+        n
     }
 
     /// Gives a handle back to the cache.
@@ -662,6 +711,30 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     }
 }
 
+/// Completions a batch stages (the profile's hot path, the hash and a
+/// prefetch of the slot) before it looks them up, on a table too large for
+/// the caches ([`Responder::resolve_batch`]): enough misses in flight to
+/// hide most of one's latency, few enough to stay in registers and L1.
+pub const STAGE: usize = 8;
+
+/// One staged completion of [`Responder::resolve_batch`].
+enum Staged<'a, W> {
+    /// No completion (the group ended).
+    Empty,
+    /// The hot path's words, hashed, their slot prefetched.
+    Hot(Hashed),
+    /// For the general path.
+    General(&'a W, &'a Area),
+}
+
+// (By hand: a derive would ask for `W: Copy`.)
+impl<W> Clone for Staged<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W> Copy for Staged<'_, W> {}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use core::sync::atomic::{AtomicU64, Ordering};
@@ -671,7 +744,7 @@ mod tests {
     use crate::ah::{AhAttr, IBV_WC_GRH, IbvWc, KernelWc, kernel};
     use crate::gid_table::{GidEntry, GidType};
     use crate::hal::{ErrorKind, L2Info, PortInfo};
-    use crate::table::AhTable;
+    use crate::table::{AhTable, Prefetch};
     use crate::wire::{GrhRepr, Ipv4Repr};
 
     /// A backend with one port whose GID table the test edits.
@@ -809,6 +882,96 @@ mod tests {
         let st = t.stats_exact();
         // The invalid SL never reaches the probe: 1 + 2 × 1 + 100 look-ups.
         assert_eq!((st.creates, st.hits + st.misses), (1, 103));
+    }
+
+    /// The staged batch (hot path and prefetch for a group, then the
+    /// look-ups) gives, completion for completion, what `resolve` gives one
+    /// at a time, through the shared table and through a session, for any
+    /// batch length, and takes no completion it has no room for.
+    #[test]
+    fn a_staged_batch_resolves_as_one_at_a_time() {
+        let areas: std::vec::Vec<Area> = (0..40u8).map(|i| v4_area([10, 0, i % 13, i])).collect();
+        let (no_grh, bad_sl, no_gid) = (IbvWc::default(), IbvWc { sl: 16, ..wc() }, [0u8; 40]);
+        let good = wc();
+        // Hits, misses, an SL the attribute refuses, a local address not in
+        // the table and a completion without a GRH, mixed.
+        let mut batch: std::vec::Vec<(&IbvWc, &Area)> = areas.iter().map(|a| (&good, a)).collect();
+        for (i, odd) in [(3, (&bad_sl, &areas[1])), (9, (&good, &no_gid)), (17, (&no_grh, &areas[2]))] {
+            batch.insert(i, odd);
+        }
+        let repeat: std::vec::Vec<_> = batch.iter().chain(batch.iter().rev()).copied().collect();
+        // Every completion through `r`'s batches of `out_len`, released.
+        fn batched<C: AhCache<Backend = Port>>(
+            r: &mut Responder<C, 8>,
+            all: &[(&IbvWc, &Area)],
+            out_len: usize,
+        ) -> std::vec::Vec<Result<u64, ResolveError<ErrorKind>>> {
+            let (mut got, mut it) = (std::vec::Vec::new(), all.iter().copied());
+            loop {
+                let mut out: std::vec::Vec<_> = (0..out_len).map(|_| None).collect();
+                let n = r.resolve_batch(it.by_ref(), &mut out);
+                assert!(n <= out_len && out[n..].iter().all(Option::is_none));
+                got.extend(drain(r, out));
+                if n < out_len {
+                    assert_eq!(it.len(), 0, "a short batch means the completions ended");
+                    return got;
+                }
+            }
+        }
+        // The same one at a time.
+        fn single<C: AhCache<Backend = Port>>(
+            r: &mut Responder<C, 8>,
+            all: &[(&IbvWc, &Area)],
+        ) -> std::vec::Vec<Result<u64, ResolveError<ErrorKind>>> {
+            let mut want = std::vec::Vec::new();
+            for (w, a) in all {
+                let one = r.resolve(*w, a);
+                want.extend(drain(r, [Some(one)]));
+            }
+            want
+        }
+        let p1 = PortNum::new(1).unwrap();
+        let config = Config::default();
+        for out_len in [1usize, 3, 8, 9, 17, 64] {
+            for session in [false, true] {
+                let (hal_one, hal_staged) = (roce_port(), roce_port());
+                let (t_one, t_staged) = (AhTable::<Port, 64>::with_seed(7), AhTable::<Port, 64>::with_seed(7));
+                let (got, want) = if session {
+                    let mut staged = Responder::new(Prefetch::<_, true>(t_staged.session(&hal_staged)), p1, config);
+                    let mut one = Responder::new(t_one.session(&hal_one), p1, config).unwrap();
+                    (batched(staged.as_mut().unwrap(), &repeat, out_len), single(&mut one, &repeat))
+                } else {
+                    let mut staged = Responder::new(Prefetch::<_, true>(t_staged.shared(&hal_staged)), p1, config);
+                    let mut one = Responder::new(t_one.shared(&hal_one), p1, config).unwrap();
+                    (batched(staged.as_mut().unwrap(), &repeat, out_len), single(&mut one, &repeat))
+                };
+                assert_eq!(got.len(), repeat.len());
+                assert_eq!(got, want, "out_len {out_len}, session {session}");
+                let (a, b) = (t_one.stats_exact(), t_staged.stats_exact());
+                assert_eq!((a.hits, a.misses, a.creates), (b.hits, b.misses, b.creates));
+            }
+        }
+    }
+
+    /// A [`Hashed`] made by another table (another seed) still finds its
+    /// entry: the hash is computed again.
+    #[test]
+    fn hashed_words_of_another_table_hash_again() {
+        let hal = roce_port();
+        let (t, other) = (AhTable::<Port, 64>::with_seed(1), AhTable::<Port, 64>::with_seed(2));
+        let p1 = PortNum::new(1).unwrap();
+        let mut r: Responder<_, 8> = Responder::new(t.shared(&hal), p1, Config::default()).unwrap();
+        let area = v4_area([10, 1, 2, 3]);
+        let words = crate::attr::CanonicalWords::new(r.words(&wc(), &area).unwrap()).unwrap();
+        let a = r.resolve(&wc(), &area).unwrap();
+        let misses = t.stats_exact().misses;
+        for h in [other.prefetch(words), Hashed::unhashed(words), t.prefetch(words)] {
+            let b = t.shared(&hal).lookup::<_, TableError<ErrorKind>>(h, Wait::Block).unwrap();
+            assert_eq!(b.ah(), a.ah());
+            t.release(&hal, b).unwrap();
+        }
+        assert_eq!(t.stats_exact().misses, misses, "a foreign hash is recomputed, not probed");
+        r.release(a).unwrap();
     }
 
     /// Every profile and evidence source resolves through the same word

@@ -5,8 +5,8 @@
 use core::borrow::Borrow;
 use core::ops::Deref;
 
-use super::{AhHandle, AhTable, Lookup, Session, TableError, TableStats};
-use crate::attr::AttrWords;
+use super::{AhHandle, AhTable, Hashed, Lookup, Session, TableError, TableStats};
+use crate::attr::{AttrWords, CanonicalWords};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Hal};
 
@@ -61,6 +61,21 @@ pub trait AhCache {
     #[inline]
     fn lookup_batch(&mut self, words: &[AttrWords], wait: Wait, out: &mut [Option<CacheResult<Self>>]) -> usize {
         fill(words.iter(), out, |w| self.lookup(*w, wait))
+    }
+
+    /// Whether a batch should stage its look-ups and
+    /// [`prefetch`](Self::prefetch) them first
+    /// ([`Responder::resolve_batch`](crate::responder::Responder::resolve_batch)):
+    /// [`AhTable::PREFETCH`], a table too large to stay in a core's caches.
+    const PREFETCH: bool = false;
+
+    /// `words` as a [`Hashed`] look-up form for this cache (the hash
+    /// computed once), with the first slot its look-up reads starting to
+    /// load into the cache ([`AhTable::prefetch`]). A cache without a table
+    /// of its own gives the words unhashed.
+    #[inline(always)]
+    fn prefetch(&self, words: CanonicalWords) -> Hashed {
+        Hashed::unhashed(words)
     }
 
     /// Gives a reference back.
@@ -142,6 +157,13 @@ where
         key.table_lookup(&*self.table, self.hal.borrow(), wait == Wait::Block)
     }
 
+    const PREFETCH: bool = AhTable::<H, N>::PREFETCH;
+
+    #[inline(always)]
+    fn prefetch(&self, words: CanonicalWords) -> Hashed {
+        self.table.prefetch(words)
+    }
+
     #[inline]
     fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
         self.table.release(self.hal.borrow(), handle)
@@ -170,6 +192,13 @@ where
     #[inline(always)]
     fn lookup<K: Lookup, X: From<TableError<H::Error>>>(&mut self, key: K, wait: Wait) -> Result<AhHandle<H::Ah>, X> {
         key.session_lookup(self, wait == Wait::Block)
+    }
+
+    const PREFETCH: bool = AhTable::<H, N>::PREFETCH;
+
+    #[inline(always)]
+    fn prefetch(&self, words: CanonicalWords) -> Hashed {
+        self.table().prefetch(words)
     }
 
     #[inline(always)]
@@ -201,6 +230,13 @@ impl<C: AhCache + ?Sized> AhCache for &mut C {
         C::lookup(self, key, wait)
     }
 
+    const PREFETCH: bool = C::PREFETCH;
+
+    #[inline(always)]
+    fn prefetch(&self, words: CanonicalWords) -> Hashed {
+        C::prefetch(self, words)
+    }
+
     #[inline(always)]
     fn release(&mut self, handle: AhHandle<CacheAh<C>>) -> Result<(), CacheError<C>> {
         C::release(self, handle)
@@ -212,5 +248,46 @@ impl<C: AhCache + ?Sized> AhCache for &mut C {
 
     fn stats(&self) -> TableStats {
         C::stats(self)
+    }
+}
+
+/// `C` with a batch's staging and prefetch ([`AhCache::PREFETCH`]) forced on
+/// (`ON = true`) or off, whatever the size of its table: off for a large
+/// table whose working set stays in the caches anyway, on to try it for a
+/// smaller one. Everything else is `C`'s.
+#[derive(Debug, Clone, Copy)]
+pub struct Prefetch<C, const ON: bool>(pub C);
+
+impl<C: AhCache, const ON: bool> AhCache for Prefetch<C, ON> {
+    type Backend = C::Backend;
+
+    #[inline(always)]
+    fn backend(&self) -> &C::Backend {
+        self.0.backend()
+    }
+
+    #[inline(always)]
+    fn lookup<K: Lookup, X: From<CacheError<C>>>(&mut self, key: K, wait: Wait) -> Result<AhHandle<CacheAh<C>>, X> {
+        self.0.lookup(key, wait)
+    }
+
+    const PREFETCH: bool = ON;
+
+    #[inline(always)]
+    fn prefetch(&self, words: CanonicalWords) -> Hashed {
+        self.0.prefetch(words)
+    }
+
+    #[inline(always)]
+    fn release(&mut self, handle: AhHandle<CacheAh<C>>) -> Result<(), CacheError<C>> {
+        self.0.release(handle)
+    }
+
+    fn retire_gid_change<const M: usize>(&mut self, old: &GidTable<M>, new: &GidTable<M>) -> usize {
+        self.0.retire_gid_change(old, new)
+    }
+
+    fn stats(&self) -> TableStats {
+        self.0.stats()
     }
 }

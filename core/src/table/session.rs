@@ -547,6 +547,31 @@ where
         words: AttrWords,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
+        self.lookup_words_with(key, None, words, block)
+    }
+
+    /// [`lookup_words`](Self::lookup_words) of canonical words whose key
+    /// `key` has the hash `h` in this session's table.
+    #[inline(always)]
+    pub(super) fn lookup_words_hashed<X: From<TableError<H::Error>>>(
+        &mut self,
+        key: Key,
+        h: u64,
+        words: AttrWords,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
+        self.lookup_words_with(Some(key), Some(h), words, block)
+    }
+
+    /// The one body of both: `hash`, the key's hash when known.
+    #[inline(always)]
+    fn lookup_words_with<X: From<TableError<H::Error>>>(
+        &mut self,
+        key: Option<Key>,
+        hash: Option<u64>,
+        words: AttrWords,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
         if self.bypass != 0 {
             self.bypass = self.bypass.wrapping_sub(1);
             // The shared table's look-up of the words (`AttrWords::table_lookup`)
@@ -557,7 +582,11 @@ where
             let Some(k) = key else {
                 return self.table.lookup_converted(self.hal, &words, block, None).map_err(X::from);
             };
-            return match self.table.probe(&k) {
+            let h = match hash {
+                Some(h) => h,
+                None => self.table.hash(&k),
+            };
+            return match self.table.probe_from(&k, h, 0) {
                 Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 p => self.table.lookup_converted(self.hal, &words, block, Some(p)).map_err(X::from),
@@ -566,7 +595,13 @@ where
         self.looked = self.looked.wrapping_add(1);
         let mut err = None;
         let local = match key {
-            Some(k) => self.lease_hit(&k, self.table.hash(&k)),
+            Some(k) => {
+                let h = match hash {
+                    Some(h) => h,
+                    None => self.table.hash(&k),
+                };
+                self.lease_hit(&k, h)
+            }
             None => Local::Miss(None),
         };
         let (t, sg) = match local {
