@@ -18,7 +18,7 @@ use udah_core::hal::Hal;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::wire::Gid;
 #[cfg(feature = "ibverbs")]
-use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
+use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
 #[cfg(feature = "ibverbs")]
@@ -313,23 +313,24 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         }
         Some(_) => None,
     };
-    let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, 16)?;
+    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16)?;
     let port = PortNum::new(args.port).ok_or_else(|| PingError::Usage("port 0".into()))?;
-    let info = vp.hal.port_info(args.port)?;
+    let info = hal.port_info(args.port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
     let mut exchanged_lid = None;
     let (dest, qpn) = match (given, &args.ud_pingpong) {
         (Some(g), _) => g,
         (None, server) => {
             let server = server.as_deref().unwrap_or_default();
-            let gids = vp.hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.port)?;
             // Ours goes first, before we know the server's family: -g, else
             // the first RoCE v2 IPv4 GID (ibv_ud_pingpong sends a zero GID
             // without -g, which only works on InfiniBand).
             let gid = match args.gid_index.or_else(|| default_gid_index(&gids, Some(true)).filter(|_| roce)) {
                 Some(i) => {
                     gids.entries.iter().find(|e| e.record.index == i).map(|e| e.record.gid).ok_or_else(|| {
-                        VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i }
+                        VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: i }
                     })?
                 }
                 None => Gid([0; 16]),
@@ -349,19 +350,16 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         Dest::Lid(_) if roce => return Err(PingError::Usage("a RoCE port needs a GID (or IPv4) destination".into())),
         Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
         Dest::Gid(g) => {
-            let gids = vp.hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.port)?;
             let idx = match args.gid_index {
                 Some(i) => i,
                 None => default_gid_index(&gids, Some(g.is_ipv4_mapped()))
                     .ok_or_else(|| PingError::Usage("the port has no GID".into()))?,
             };
             let Some(local) = gids.entries.iter().find(|e| e.record.index == idx) else {
-                return Err(VerbsError::GidNotFound {
-                    device: vp.hal.device().to_owned(),
-                    port: args.port,
-                    index: idx,
-                }
-                .into());
+                return Err(
+                    VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: idx }.into()
+                );
             };
             if roce && let Some(m) = family_mismatch(g, idx, local.record.gid) {
                 return Err(PingError::Usage(m));
@@ -395,12 +393,12 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         )));
     }
     let size = args.size;
-    let ah = vp.hal.create_ah(&attr, None)?;
+    let ah = hal.create_ah(&attr, None)?;
     println!(
         "pinging {} QPN {qpn:#x} Q_Key {:#x} from {} port {} QPN {:#x}: {} request(s) of {size} bytes",
         args.dest.as_deref().unwrap_or_default(),
         args.qkey,
-        vp.hal.device(),
+        hal.device(),
         args.port,
         vp.qp.qp_num(),
         args.count
@@ -470,7 +468,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         }
     }
     let code = rtts.report(args.count, start.elapsed());
-    vp.hal.destroy_ah(ah)?;
+    hal.destroy_ah(ah)?;
     Ok(code)
 }
 

@@ -4,8 +4,9 @@
 //!
 //! * `--hal ibverbs`: on a real (or Soft-RoCE) device: receives are posted
 //!   with the 40-byte GRH area in front of the payload (optionally
-//!   pre-stamped, `--stamp`), completions resolve through
-//!   [`udah_core::table::AhTable`], GID-change events re-snapshot the GID
+//!   pre-stamped, `--stamp`), completions resolve through core's pipeline
+//!   ([`udah_core::responder::Responder`]: the libibverbs profile and an
+//!   [`udah_core::table::AhTable`]), GID-change events re-snapshot the GID
 //!   table and retire stale AHs.
 //! * `--hal mock` (default): the same on hal-mock's in-process fabric, with
 //!   `--peers` simulated clients sending `--count` requests, through
@@ -28,17 +29,18 @@ use udah_core::wire::Gid;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::{
     GidTable, LinkLayer,
-    ah::libibverbs,
+    ah::{IbvWc, PortNum, libibverbs},
     hal::AhToken,
-    table::{AhHandle, AhTable, TableError},
-    wire::{Area, Evidence, Stamp},
+    responder::{Config, EvidenceSource, ResolveError, Responder},
+    table::{AhHandle, AhTable, Shared},
+    wire::{Area, Stamp},
 };
 #[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{
     Context, GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
     WorkCompletion,
 };
-use udah_hal_mock::responder::{Mode, Responder};
+use udah_hal_mock::responder::{Mode, Responder as MockResponder};
 use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
 
 #[cfg(feature = "ibverbs")]
@@ -327,7 +329,7 @@ fn serve_mock(args: &Args) -> ExitCode {
         }
     };
     let mode = if args.stamp { Mode::LibibverbsStamped } else { Mode::Libibverbs };
-    let mut resp = match Responder::new(&setup.fabric, setup.server, args.qkey, mode) {
+    let mut resp = match MockResponder::new(&setup.fabric, setup.server, args.qkey, mode) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("udah: responder: {e}");
@@ -394,125 +396,98 @@ fn serve_mock(args: &Args) -> ExitCode {
 }
 
 // ---------------------------------------------------------------------------
-// The responder core, generic over the backend
+// The responder: core's pipeline, generic over the backend
 
 #[cfg(any(feature = "ibverbs", test))]
-/// Why a completion was not answered.
-#[derive(Debug)]
-pub(crate) enum ServeError<E> {
-    /// The libibverbs profile refused the completion (the header type, the
-    /// GID search, ...).
-    Attr(libibverbs::IbvFailure),
-    /// The AH table or backend failed (an invalid attribute included).
-    Table(TableError<E>),
-    /// Re-snapshotting the GID table failed.
-    Snapshot(E),
+/// The pipeline of `serve --hal ibverbs`: core's [`Responder`] (GID
+/// snapshot, libibverbs profile, AH table) on one port of a backend it
+/// borrows, so that the backend (its PD and context) outlives every AH and
+/// handle of the pipeline. Boxed by [`pipeline`]: it holds two snapshots of
+/// [`GIDS`] entries.
+pub(crate) type Pipeline<'h, H> = Responder<Shared<&'h H, Box<AhTable<H, AHS>>>, GIDS>;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// serve's configuration: the libibverbs profile, its own header-type
+/// heuristic, or the stamp the receive areas were pre-stamped with
+/// (`--stamp`); every completion admitted.
+pub(crate) fn config(stamp: Option<Stamp>) -> Config {
+    Config { evidence: stamp.map_or(EvidenceSource::None, EvidenceSource::Stamp), ..Config::default() }
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ServeError<E> {
+/// The pipeline on `port` of `hal`, with a first GID snapshot.
+pub(crate) fn pipeline<H: Hal>(hal: &H, port: PortNum, stamp: Option<Stamp>) -> Result<Box<Pipeline<'_, H>>, H::Error>
+where
+    H::Ah: AhToken,
+{
+    Responder::new(Shared::new(hal, Box::new(AhTable::new())), port, config(stamp)).map(Box::new)
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Why a request got no reply AH.
+#[derive(Debug)]
+pub(crate) enum ReplyError<E> {
+    /// The backend's GID generation moved and re-taking the snapshot failed
+    /// (the previous snapshot stays; the next request tries again).
+    Snapshot(E),
+    /// The pipeline refused or failed: the libibverbs profile (header type,
+    /// GID search), or the AH table or backend (an invalid attribute
+    /// included).
+    Resolve(ResolveError<E>),
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ReplyError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
-            ServeError::Table(e) => write!(f, "AH table: {e}"),
-            ServeError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            ReplyError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            ReplyError::Resolve(e) => core::fmt::Display::fmt(e, f),
         }
     }
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-/// GID snapshot + AH table of one port: completion → AH handle, with the
-/// snapshot re-taken (and stale AHs retired) whenever the backend's GID
-/// generation moves.
-pub(crate) struct Engine<H: Hal>
+impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for ReplyError<E> {}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The AH to answer a completion with: the GID snapshot re-taken first if
+/// the backend's GID generation moved (retiring the AHs built on changed
+/// entries), then the pipeline. The handle holds a reference: give it back
+/// with [`release`].
+pub(crate) fn reply_ah<H: Hal>(
+    p: &mut Pipeline<'_, H>,
+    wc: &IbvWc,
+    area: &Area,
+) -> Result<AhHandle<H::Ah>, ReplyError<H::Error>>
 where
     H::Ah: AhToken,
 {
-    port: u8,
-    gids: Box<GidTable<GIDS>>,
-    table: Box<AhTable<H, AHS>>,
-    stamp: Option<Stamp>,
-    /// Snapshots re-taken after a generation change.
-    pub(crate) resnapshots: u64,
-    /// AH-table entries retired by GID changes.
-    pub(crate) retired: u64,
+    p.refresh().map_err(ReplyError::Snapshot)?;
+    p.resolve(wc, area).map_err(ReplyError::Resolve)
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<H: Hal> Engine<H>
+/// Gives a handle back to the pipeline.
+pub(crate) fn release<H: Hal>(p: &mut Pipeline<'_, H>, h: AhHandle<H::Ah>)
 where
     H::Ah: AhToken,
-    H::Error: core::fmt::Debug,
 {
-    /// An engine for `port`, with a first snapshot.
-    pub(crate) fn new(hal: &H, port: u8, stamp: Option<Stamp>) -> Result<Engine<H>, H::Error> {
-        let mut gids = Box::new(GidTable::new(port, LinkLayer::Infiniband, 0));
-        hal.snapshot_gids(port, &mut gids)?;
-        Ok(Engine { port, gids, table: Box::new(AhTable::new()), stamp, resnapshots: 0, retired: 0 })
-    }
-
-    /// The GID snapshot.
-    pub(crate) fn gids(&self) -> &GidTable<GIDS> {
-        &self.gids
-    }
-
-    /// The AH table.
-    pub(crate) fn table(&self) -> &AhTable<H, AHS> {
-        &self.table
-    }
-
-    /// Re-snapshots and retires stale AHs if the GID generation moved.
-    pub(crate) fn refresh(&mut self, hal: &H) -> Result<(), ServeError<H::Error>> {
-        if self.gids.generation() == hal.gid_generation(self.port) {
-            return Ok(());
-        }
-        let mut fresh = Box::new(GidTable::new(self.port, LinkLayer::Infiniband, 0));
-        hal.snapshot_gids(self.port, &mut fresh).map_err(ServeError::Snapshot)?;
-        self.retired += self.table.retire_gid_change(hal, &self.gids, &fresh) as u64;
-        self.gids = fresh;
-        self.resnapshots += 1;
-        Ok(())
-    }
-
-    /// The AH to answer a completion with (a reference: give it back with
-    /// [`release`](Self::release)).
-    pub(crate) fn reply_ah(
-        &mut self,
-        hal: &H,
-        wc: &udah_core::ah::IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ServeError<H::Error>> {
-        self.refresh(hal)?;
-        let evidence = self.stamp.map_or(Evidence::None, Evidence::Stamped);
-        let words = libibverbs::words(&self.gids, wc, area, evidence).map_err(ServeError::Attr)?;
-        self.table.get_or_create(hal, &words).map_err(ServeError::Table)
-    }
-
-    /// Gives a handle back.
-    pub(crate) fn release(&self, hal: &H, h: AhHandle<H::Ah>) {
-        // A stale handle can only come from a bug here; nothing to do then.
-        let _ = self.table.release(hal, h);
-    }
-
-    /// The end of serving: gives back the handles still held (replies in
-    /// flight), then retires every AH in the table, so that none is left
-    /// when the device is closed. Returns how many entries were retired.
-    pub(crate) fn shutdown(&self, hal: &H, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize {
-        for h in held {
-            self.release(hal, h);
-        }
-        self.table.retire_all(hal)
-    }
+    // A stale handle can only come from a bug here; nothing to do then.
+    let _ = p.release(h);
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<H: Hal> core::fmt::Debug for Engine<H>
+/// The end of serving: gives back the handles still held (replies in
+/// flight), then retires every AH in the table, so that none is left when
+/// the device is closed. Returns how many entries were retired.
+pub(crate) fn shutdown<H: Hal>(p: &mut Pipeline<'_, H>, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize
 where
     H::Ah: AhToken,
 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Engine").field("port", &self.port).field("generation", &self.gids.generation()).finish()
+    for h in held {
+        release(p, h);
     }
+    p.cache().table().retire_all(p.backend())
 }
 
 // ---------------------------------------------------------------------------
@@ -705,9 +680,13 @@ pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u
 }
 
 #[cfg(feature = "ibverbs")]
-/// An open port with a UD QP at RTS, its CQs and buffers.
-pub(crate) struct VerbsPort {
-    pub(crate) hal: IbverbsHal,
+/// A UD QP at RTS on a port of a backend, its CQs and buffers. The backend
+/// is borrowed, not owned, so that the QP's sends and receives (which write
+/// the buffers: `&mut self`) and a [`Pipeline`] (whose AHs they send
+/// through) share it, and so that it outlives both: the QP and every AH
+/// are gone before the backend closes its PD and context.
+pub(crate) struct VerbsPort<'h> {
+    pub(crate) hal: &'h IbverbsHal,
     pub(crate) qp: UdQp,
     pub(crate) send_cq: udah_hal_ibverbs::Cq,
     pub(crate) recv_cq: udah_hal_ibverbs::Cq,
@@ -718,17 +697,17 @@ pub(crate) struct VerbsPort {
 }
 
 #[cfg(feature = "ibverbs")]
-impl core::fmt::Debug for VerbsPort {
+impl core::fmt::Debug for VerbsPort<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("VerbsPort").field("device", &self.hal.device()).field("qpn", &self.qp.qp_num()).finish()
     }
 }
 
 #[cfg(feature = "ibverbs")]
-impl VerbsPort {
-    /// Opens `device`/`port` (must be active) and brings a UD QP to RTS.
-    pub(crate) fn open(device: Option<&str>, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort, VerbsError> {
-        let hal = IbverbsHal::open_port(device, port)?;
+impl<'h> VerbsPort<'h> {
+    /// Brings a UD QP on `port` of `hal` to RTS (open the backend with
+    /// [`IbverbsHal::open_port`], which checks that the port is active).
+    pub(crate) fn open(hal: &'h IbverbsHal, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort<'h>, VerbsError> {
         let pa = hal.port_attr(port)?;
         let mtu = pa.active_mtu.bytes().unwrap_or(1024) as usize;
         let slot = AREA_LEN + mtu;
@@ -890,16 +869,24 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let stop = stop_on_signals();
     let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
-    let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, depth)?;
-    vp.hal.start_event_listener()?;
+    // Dropped in the reverse order: the pipeline, the QP, then the backend
+    // (the borrows make it so), after `shutdown` retired every AH.
+    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth)?;
+    hal.start_event_listener()?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
-    let mut engine = Engine::new(&vp.hal, args.port, stamp)?;
-    let pa = vp.hal.port_attr(args.port)?;
-    let gids = vp.hal.port_gids(args.port)?;
+    let Some(port) = PortNum::new(args.port) else {
+        // `validate` refused it already.
+        eprintln!("udah serve: --port 0: port numbers start at 1");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    };
+    let mut pipeline = pipeline(&hal, port, stamp)?;
+    let pa = hal.port_attr(args.port)?;
+    let gids = hal.port_gids(args.port)?;
     let idx = match args.gid_index {
         Some(i) => {
             if !gids.entries.iter().any(|g| g.record.index == i) {
-                return Err(VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i });
+                return Err(VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: i });
             }
             Some(i)
         }
@@ -908,7 +895,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let gid = idx.and_then(|i| gids.entries.iter().find(|g| g.record.index == i)).map(|g| g.record.gid);
     println!(
         "serving on {} port {} ({}, MTU {}): QPN {:#x} Q_Key {:#x} LID {:#x}{}",
-        vp.hal.device(),
+        hal.device(),
         args.port,
         pa.link_layer,
         vp.mtu,
@@ -974,9 +961,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         // The listener polls the async fd (100 ms timeout) and checks the
         // device is still registered, traffic or not; this is one atomic
         // load until it has seen something.
-        if let Some(f) = vp.hal.fault() {
+        if let Some(f) = hal.fault() {
             let code = if f.is_device_lost() { EXIT_DEVICE_LOST } else { EXIT_QUEUE_FAULT };
-            fault = Some((format!("device {} {f}", vp.hal.device()), code));
+            fault = Some((format!("device {} {f}", hal.device()), code));
             break;
         }
         wcs.clear();
@@ -990,7 +977,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             }
             let i = wc.wr_id as usize;
             if let Some(h) = in_flight.get_mut(i).and_then(Option::take) {
-                engine.release(&vp.hal, h);
+                release(&mut pipeline, h);
             }
             free.push(i);
         }
@@ -1022,9 +1009,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
-            let reply = engine.reply_ah(&vp.hal, &wc.ibv(), &area);
+            let reply = reply_ah(&mut pipeline, &wc.ibv(), &area);
             if let Some(c) = check.as_mut() {
-                c.check(vp.hal.context(), engine.gids(), args.port, &wc, &area);
+                c.check(hal.context(), pipeline.gids(), args.port, &wc, &area);
             }
             let h = match reply {
                 Ok(h) => h,
@@ -1037,7 +1024,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             let Some(s) = free.pop() else {
                 // Every send slot is busy: drop this reply (UD is unreliable).
                 st.failed_send += 1;
-                engine.release(&vp.hal, h);
+                release(&mut pipeline, h);
                 continue;
             };
             match vp.send(s, h.ah(), UdDest { qpn: wc.src_qp, qkey: args.qkey }, &payload) {
@@ -1050,7 +1037,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 Err(e) => {
                     st.failed_send += 1;
                     eprintln!("udah: reply to QPN {:#x}: {e}", wc.src_qp);
-                    engine.release(&vp.hal, h);
+                    release(&mut pipeline, h);
                     free.push(s);
                 }
             }
@@ -1060,7 +1047,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         }
         if args.stats_interval > 0 && last.elapsed() >= Duration::from_secs(args.stats_interval) {
             last = Instant::now();
-            print_stats(&st, &engine, &vp.hal, start.elapsed());
+            print_stats(&st, &pipeline, start.elapsed());
         }
     }
     if let Some((line, _)) = &fault {
@@ -1068,15 +1055,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     } else if stop.load(Ordering::Relaxed) {
         println!("stopped by a signal");
     }
-    print_stats(&st, &engine, &vp.hal, start.elapsed());
-    let retired = engine.shutdown(&vp.hal, in_flight.into_iter().flatten());
-    let live = vp.hal.stats().live_ahs;
+    print_stats(&st, &pipeline, start.elapsed());
+    let retired = shutdown(&mut pipeline, in_flight.into_iter().flatten());
+    let live = hal.stats().live_ahs;
     if fault.is_some() || live != 0 {
-        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", vp.hal.device());
+        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", hal.device());
     }
     if let Some((_, code)) = fault {
-        // `vp` (QP, CQs, MRs, the backend's PD and context) drops on return,
-        // after every AH is gone.
+        // The pipeline, then `vp` (QP, CQs, MRs), then the backend (its PD
+        // and context) drop on return, after every AH is gone.
         return Ok(ExitCode::from(code));
     }
     if let Some(p) = peer {
@@ -1105,9 +1092,10 @@ fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
 }
 
 #[cfg(feature = "ibverbs")]
-fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Duration) {
-    let t = engine.table().stats_exact();
-    let h = hal.stats();
+fn print_stats(st: &Stats, pipeline: &Pipeline<'_, IbverbsHal>, el: Duration) {
+    let t = pipeline.cache().table().stats_exact();
+    let p = pipeline.stats();
+    let h = pipeline.backend().stats();
     println!(
         "received {}, answered {}, failed: completion {} AH {} send {} send-error {}; AH table: {} hits {} misses \
          {} creates {} live, {} retired by GID changes ({} re-snapshots, GID generation {}); events {}; {:.1} s, \
@@ -1122,9 +1110,9 @@ fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Du
         t.misses,
         t.creates,
         t.live,
-        engine.retired,
-        engine.resnapshots,
-        engine.gids().generation(),
+        p.retired,
+        p.resnapshots,
+        pipeline.gids().generation(),
         h.events,
         el.as_secs_f64(),
         st.answered as f64 / el.as_secs_f64().max(1e-9)
@@ -1136,7 +1124,7 @@ mod tests {
     use super::*;
     use core::cell::Cell;
     use udah_core::GidEntry;
-    use udah_core::ah::IbvWc;
+    use udah_core::ah::ProfileError;
     use udah_core::hal::{ErrorKind, ErrorType, L2Info, PortInfo};
 
     /// A backend with one RoCE v2 GID whose value can change.
@@ -1146,6 +1134,8 @@ mod tests {
         ip: Cell<[u8; 4]>,
         creates: Cell<u64>,
         destroys: Cell<u64>,
+        /// Makes `snapshot_gids` fail.
+        fail_snapshot: Cell<bool>,
     }
 
     impl ErrorType for OneGid {
@@ -1158,6 +1148,9 @@ mod tests {
             Ok(PortInfo::new(port, LinkLayer::Ethernet, 4))
         }
         fn snapshot_gids<const N: usize>(&self, port: u8, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
+            if self.fail_snapshot.get() {
+                return Err(ErrorKind::Other);
+            }
             *t = GidTable::new(port, LinkLayer::Ethernet, 4);
             t.set(1, GidEntry::new(Gid::from_ipv4(self.ip.get()), GidType::RoceV2)).map_err(|_| ErrorKind::Other)?;
             t.set_generation(self.generation.get());
@@ -1196,32 +1189,42 @@ mod tests {
         area
     }
 
+    fn p1() -> PortNum {
+        PortNum::new(1).unwrap()
+    }
+
     #[test]
-    fn engine_resolves_caches_and_retires_on_gid_change() {
+    fn pipeline_resolves_caches_and_retires_on_gid_change() {
         let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
         for stamp in [None, Some(Stamp::DEFAULT)] {
-            let mut e = Engine::new(&hal, 1, stamp).unwrap();
+            let mut p = pipeline(&hal, p1(), stamp).unwrap();
             let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
             let mut area = v4_area([10, 0, 0, 9], [10, 0, 0, 1]);
             if let Some(s) = stamp {
                 area[..20].copy_from_slice(s.bytes());
             }
             let creates = hal.creates.get();
-            let h1 = e.reply_ah(&hal, &wc, &area).unwrap();
-            e.release(&hal, h1);
-            let h2 = e.reply_ah(&hal, &wc, &area).unwrap();
-            e.release(&hal, h2);
+            let h1 = reply_ah(&mut p, &wc, &area).unwrap();
+            release(&mut p, h1);
+            let h2 = reply_ah(&mut p, &wc, &area).unwrap();
+            release(&mut p, h2);
             assert_eq!(hal.creates.get(), creates + 1, "second request hits the table");
-            assert!(e.table().stats_exact().hits >= 1);
+            assert!(p.cache().table().stats_exact().hits >= 1);
             // The local address moves: new generation, the old AH is retired.
             hal.ip.set([10, 0, 0, 2]);
             hal.generation.set(hal.generation.get() + 1);
-            let err = e.reply_ah(&hal, &wc, &area).unwrap_err();
+            let err = reply_ah(&mut p, &wc, &area).unwrap_err();
             assert!(
-                matches!(err, ServeError::Attr(libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, .. })),
+                matches!(
+                    err,
+                    ReplyError::Resolve(ResolveError::Profile(ProfileError::Libibverbs(libibverbs::IbvFailure {
+                        error: udah_core::IbvError::GidNotFound,
+                        ..
+                    })))
+                ),
                 "{err:?}"
             );
-            assert_eq!((e.resnapshots, e.retired), (1, 1));
+            assert_eq!((p.stats().resnapshots, p.stats().retired), (1, 1));
             let area2 = {
                 let mut a = v4_area([10, 0, 0, 9], [10, 0, 0, 2]);
                 if let Some(s) = stamp {
@@ -1229,34 +1232,54 @@ mod tests {
                 }
                 a
             };
-            let h3 = e.reply_ah(&hal, &wc, &area2).unwrap();
-            e.release(&hal, h3);
+            let h3 = reply_ah(&mut p, &wc, &area2).unwrap();
+            release(&mut p, h3);
             assert_eq!(hal.creates.get(), creates + 2);
-            assert_eq!(e.gids().generation(), hal.generation.get());
+            assert_eq!(p.gids().generation(), hal.generation.get());
             hal.ip.set([10, 0, 0, 1]);
             hal.generation.set(hal.generation.get() + 1);
         }
+    }
+
+    /// A failed re-snapshot answers nothing (the request is counted as not
+    /// answered, with the backend's error) and keeps the previous snapshot;
+    /// the next request tries again.
+    #[test]
+    fn a_failed_snapshot_refuses_the_request_and_retries() {
+        let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
+        let mut p = pipeline(&hal, p1(), None).unwrap();
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
+        let area = v4_area([10, 0, 0, 9], [10, 0, 0, 1]);
+        hal.fail_snapshot.set(true);
+        hal.generation.set(2);
+        let err = reply_ah(&mut p, &wc, &area).unwrap_err();
+        assert!(matches!(err, ReplyError::Snapshot(ErrorKind::Other)), "{err:?}");
+        assert_eq!((p.gids().generation(), p.stats().resnapshots, hal.creates.get()), (1, 0, 0));
+        hal.fail_snapshot.set(false);
+        let h = reply_ah(&mut p, &wc, &area).unwrap();
+        release(&mut p, h);
+        assert_eq!((p.gids().generation(), p.stats().resnapshots, hal.creates.get()), (2, 1, 1));
     }
 
     /// The fault/exit path: handles still in flight are given back and
     /// every AH in the table is destroyed, so none is left when the device
     /// is closed.
     #[test]
-    fn engine_shutdown_destroys_every_ah() {
+    fn pipeline_shutdown_destroys_every_ah() {
         let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
-        let mut e = Engine::new(&hal, 1, None).unwrap();
+        let mut p = pipeline(&hal, p1(), None).unwrap();
         let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
-        let idle = e.reply_ah(&hal, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
-        e.release(&hal, idle);
+        let idle = reply_ah(&mut p, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
+        release(&mut p, idle);
         let held: Vec<_> = [[10, 0, 0, 10], [10, 0, 0, 11]]
-            .map(|src| e.reply_ah(&hal, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
+            .map(|src| reply_ah(&mut p, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
             .into();
         assert_eq!((hal.creates.get(), hal.destroys.get()), (3, 0));
-        assert_eq!(e.shutdown(&hal, held), 3);
+        assert_eq!(shutdown(&mut p, held), 3);
         assert_eq!(hal.destroys.get(), 3, "every AH destroyed");
-        assert_eq!(e.table().stats().live, 0);
+        assert_eq!(p.cache().table().stats().live, 0);
         // Nothing left to retire a second time.
-        assert_eq!(e.shutdown(&hal, Vec::new()), 0);
+        assert_eq!(shutdown(&mut p, Vec::new()), 0);
         assert_eq!(hal.destroys.get(), 3);
     }
 
