@@ -41,10 +41,11 @@ use udah_hal_ibverbs::{
     WorkCompletion,
 };
 use udah_hal_mock::responder::{Mode, Responder as MockResponder};
-use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
+use udah_hal_mock::{Fabric, MockAh, MockError, MockHal, PortConfig, PortId, Qpn};
 
+use super::error::UsageError;
 #[cfg(feature = "ibverbs")]
-use super::devices::fail;
+use super::error::VerbsCmdError;
 
 /// Which backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -154,16 +155,16 @@ pub(crate) struct Args {
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
-fn validate(args: &Args) -> Result<(), String> {
+fn validate(args: &Args) -> Result<(), UsageError> {
     if args.port == 0 {
-        return Err("--port 0: port numbers start at 1".into());
+        return Err(UsageError::PortZero);
     }
     if args.hal == HalKind::Mock {
         if args.peers == 0 {
-            return Err("--peers 0: the mock fabric needs at least 1 simulated client".into());
+            return Err(UsageError::NoPeers);
         }
         if args.port != 1 {
-            return Err(format!("--port {}: the mock fabric's server is port 1", args.port));
+            return Err(UsageError::MockPort { port: args.port, side: "server" });
         }
         for (set, flag) in [
             (args.device.is_some(), "--device"),
@@ -173,13 +174,11 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.fault_qp_after.is_some(), "--fault-qp-after"),
         ] {
             if set {
-                return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
+                return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
             }
         }
         if args.stamp && args.link == MockLink::Ib {
-            return Err("--stamp tells RoCE v2/IPv4 headers apart; an InfiniBand packet always has a GRH: \
-                        not with --link ib"
-                .into());
+            return Err(UsageError::StampOnIb);
         }
     }
     Ok(())
@@ -213,27 +212,45 @@ pub(crate) fn stop_on_signals() -> &'static AtomicBool {
     &STOP
 }
 
+/// A number argument that is neither decimal nor `0x` hexadecimal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NumberError {
+    text: String,
+    source: core::num::ParseIntError,
+}
+
+impl core::fmt::Display for NumberError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}: {}", self.text, self.source)
+    }
+}
+
+impl core::error::Error for NumberError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Parses decimal or `0x` hexadecimal.
-pub(crate) fn parse_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_u32(s: &str) -> Result<u32, NumberError> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|e| format!("{s:?}: {e}"))
+    r.map_err(|source| NumberError { text: s.to_owned(), source })
 }
 
 /// Runs `udah serve`.
 pub(crate) fn run(args: &Args) -> ExitCode {
-    if let Err(m) = validate(args) {
-        eprintln!("udah serve: {m}");
-        return ExitCode::from(EXIT_USAGE);
+    if let Err(e) = validate(args) {
+        return e.exit("serve");
     }
     match args.hal {
         HalKind::Mock => serve_mock(args),
         #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match serve_ibverbs(args) {
             Ok(code) => code,
-            Err(e) => fail(&e),
+            Err(e) => e.exit("serve"),
         },
         #[cfg(not(feature = "ibverbs"))]
         HalKind::Ibverbs => super::no_verbs_backend("serve --hal ibverbs"),
@@ -271,8 +288,34 @@ fn v2_index(fabric: &Fabric, port: PortId, gid: Gid) -> Option<u8> {
         .and_then(|(i, _)| u8::try_from(*i).ok())
 }
 
+/// Why the mock fabric of `serve`/`ping` could not be built.
+#[derive(Debug)]
+pub(crate) enum MockSetupError {
+    /// A client port has no RoCE v2 GID for its address.
+    NoClientGid,
+    /// A field of a client's AH attribute is out of range (`what`).
+    Field(&'static str),
+    /// The fabric refused a client's AH to the server.
+    CreateAh(MockError),
+    /// The fabric refused a client's QP.
+    CreateQp,
+}
+
+impl core::fmt::Display for MockSetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MockSetupError::NoClientGid => f.write_str("client has no RoCE v2 GID"),
+            MockSetupError::Field(what) => f.write_str(what),
+            MockSetupError::CreateAh(e) => core::fmt::Display::fmt(e, f),
+            MockSetupError::CreateQp => f.write_str("create_qp"),
+        }
+    }
+}
+
+impl core::error::Error for MockSetupError {}
+
 /// Builds the mock fabric of `serve`/`ping`.
-pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSetup, String> {
+pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSetup, MockSetupError> {
     use udah_core::ah::{FlowLabel, GlobalRoute, PortNum, Sl};
     let fabric = Fabric::new(0x0dab);
     let server_ip = [10, 0, 0, 1];
@@ -290,10 +333,10 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
                 let ip = [10, 0, 0, k.saturating_add(2)];
                 let mac = [0x02, 0, 0, 0, 1, k];
                 let p = fabric.add_port(PortConfig::roce(mac).with_ipv4(ip));
-                let sgid = v2_index(&fabric, p, Gid::from_ipv4(ip)).ok_or("client has no RoCE v2 GID")?;
+                let sgid = v2_index(&fabric, p, Gid::from_ipv4(ip)).ok_or(MockSetupError::NoClientGid)?;
                 let g = GlobalRoute {
                     dgid: Gid::from_ipv4(server_ip),
-                    flow_label: FlowLabel::new(u32::from(k)).ok_or("flow label")?,
+                    flow_label: FlowLabel::new(u32::from(k)).ok_or(MockSetupError::Field("flow label"))?,
                     sgid_index: sgid,
                     hop_limit: 64,
                     traffic_class: 0,
@@ -306,15 +349,15 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
             }
         };
         let attr = AhAttr {
-            port: PortNum::new(port.port).ok_or("port 0")?,
+            port: PortNum::new(port.port).ok_or(MockSetupError::Field("port 0"))?,
             dlid: server_lid,
-            sl: Sl::new(0).ok_or("sl")?,
+            sl: Sl::new(0).ok_or(MockSetupError::Field("sl"))?,
             src_path_bits: 0,
             static_rate: 0,
             grh,
         };
-        let ah = MockHal::new(&fabric, port.device).create_ah(&attr, None).map_err(|e| e.to_string())?;
-        let qpn = fabric.create_qp(port, qkey).ok_or("create_qp")?;
+        let ah = MockHal::new(&fabric, port.device).create_ah(&attr, None).map_err(MockSetupError::CreateAh)?;
+        let qpn = fabric.create_qp(port, qkey).ok_or(MockSetupError::CreateQp)?;
         clients.push((port, qpn, ah));
     }
     Ok(MockSetup { fabric, server, server_addr, clients })
@@ -534,10 +577,10 @@ impl PingpongAddr {
     }
 
     /// Parses a message (up to its first NUL).
-    pub(crate) fn parse(msg: &[u8]) -> Result<PingpongAddr, String> {
+    pub(crate) fn parse(msg: &[u8]) -> Result<PingpongAddr, AddrError> {
         let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-        let text = core::str::from_utf8(&msg[..end]).map_err(|_| "the address is not text".to_owned())?;
-        let bad = || format!("{text:?} is not LID:QPN:PSN:GID (ibv_ud_pingpong's address format)");
+        let text = core::str::from_utf8(&msg[..end]).map_err(|_| AddrError::NotText)?;
+        let bad = || AddrError::Format(text.to_owned());
         let mut f = text.split(':');
         let (Some(lid), Some(qpn), Some(psn), Some(gid), None) = (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
@@ -559,6 +602,31 @@ impl PingpongAddr {
         })
     }
 }
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Why an `ibv_ud_pingpong` address message did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AddrError {
+    /// The bytes before the first NUL are not UTF-8.
+    NotText,
+    /// The text (here) is not `LID:QPN:PSN:GID`.
+    Format(String),
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl core::fmt::Display for AddrError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AddrError::NotText => f.write_str("the address is not text"),
+            AddrError::Format(text) => {
+                write!(f, "{text:?} is not LID:QPN:PSN:GID (ibv_ud_pingpong's address format)")
+            }
+        }
+    }
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl core::error::Error for AddrError {}
 
 #[cfg(any(feature = "ibverbs", test))]
 impl core::fmt::Display for PingpongAddr {
@@ -865,7 +933,7 @@ struct Stats {
 }
 
 #[cfg(feature = "ibverbs")]
-fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
+fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let stop = stop_on_signals();
     let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
@@ -875,18 +943,16 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth)?;
     hal.start_event_listener()?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
-    let Some(port) = PortNum::new(args.port) else {
-        // `validate` refused it already.
-        eprintln!("udah serve: --port 0: port numbers start at 1");
-        return Ok(ExitCode::from(EXIT_USAGE));
-    };
+    // `validate` refused port 0 already.
+    let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
     let mut pipeline = pipeline(&hal, port, stamp)?;
     let pa = hal.port_attr(args.port)?;
     let gids = hal.port_gids(args.port)?;
     let idx = match args.gid_index {
         Some(i) => {
             if !gids.entries.iter().any(|g| g.record.index == i) {
-                return Err(VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: i });
+                let device = hal.device().to_owned();
+                return Err(VerbsError::GidNotFound { device, port: args.port, index: i }.into());
             }
             Some(i)
         }
@@ -925,10 +991,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             .or_else(|_| std::net::TcpListener::bind(("0.0.0.0", UD_PINGPONG_PORT)))
         {
             Ok(l) => l,
-            Err(e) => {
-                eprintln!("udah serve: --ud-pingpong: cannot listen on TCP port {UD_PINGPONG_PORT}: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(e) => return Err(VerbsCmdError::Listen(e)),
         };
         println!("ud-pingpong: waiting for an ibv_ud_pingpong client on TCP port {UD_PINGPONG_PORT}");
         let ours =
@@ -939,10 +1002,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 peer = Some(theirs);
             }
             Ok(None) => println!("stopped by a signal"),
-            Err(e) => {
-                eprintln!("udah serve: --ud-pingpong address exchange: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(source) => return Err(VerbsCmdError::Exchange { server: None, source }),
         }
     }
     let mut free: Vec<usize> = (0..depth as usize).rev().collect();
