@@ -29,7 +29,7 @@ use udah_core::wire::Gid;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::{
     GidTable, LinkLayer,
-    ah::{IbvWc, PortNum, libibverbs},
+    ah::{IbvWc, PortNum, ProfileError, libibverbs},
     hal::AhToken,
     responder::{Config, EvidenceSource, ResolveError, Responder},
     table::{AhHandle, AhTable, Shared},
@@ -484,6 +484,8 @@ impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ReplyError
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ReplyError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            // As serve has always said it.
+            ReplyError::Resolve(ResolveError::Profile(ProfileError::Libibverbs(e))) => write!(f, "AH attribute: {e}"),
             ReplyError::Resolve(e) => core::fmt::Display::fmt(e, f),
         }
     }
@@ -1184,7 +1186,6 @@ mod tests {
     use super::*;
     use core::cell::Cell;
     use udah_core::GidEntry;
-    use udah_core::ah::ProfileError;
     use udah_core::hal::{ErrorKind, ErrorType, L2Info, PortInfo};
 
     /// A backend with one RoCE v2 GID whose value can change.
@@ -1373,6 +1374,19 @@ mod tests {
             c.line(),
             "check-libibverbs: 2 compared, 1 mismatches; udah 1000 ns/WC, libibverbs 25000 ns/WC, ratio 25.0"
         );
+    }
+
+    /// The reasons serve prints for an unanswered request.
+    #[test]
+    #[cfg(feature = "ibverbs")]
+    fn reply_errors_read_as_before() {
+        let fail = libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, attr: IbvAhAttr::default() };
+        let profile = ReplyError::<VerbsError>::Resolve(ResolveError::Profile(ProfileError::Libibverbs(fail)));
+        assert_eq!(profile.to_string(), format!("AH attribute: {}", udah_core::IbvError::GidNotFound));
+        let table = ReplyError::<VerbsError>::Resolve(ResolveError::Table(udah_core::table::TableError::Full));
+        assert_eq!(table.to_string(), "AH table: AH table window full of referenced entries");
+        let snapshot = ReplyError::Snapshot(VerbsError::UnknownAh(7));
+        assert_eq!(snapshot.to_string(), format!("GID snapshot: {}", VerbsError::UnknownAh(7)));
     }
 
     #[test]
