@@ -29,11 +29,21 @@ wait_listen() {
   return 1
 }
 
-# Waits at most $2 seconds for pid $1; echoes its exit code (124: killed).
+# Waits at most $2 seconds for pid $1, a child of this shell; sets WAIT_RC
+# to its exit code (124: killed). Not in a `$(...)` subshell: there `wait`
+# cannot reap a child that exits during the loop (the parent shell does)
+# and returns -1 although the process exited 0.
 wait_pid() {
   local n=$(( $2 * 4 ))
   while (( n-- > 0 )) && kill -0 "$1" 2>/dev/null; do sleep 0.25; done
-  if kill -0 "$1" 2>/dev/null; then kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; echo 124; else wait "$1"; echo $?; fi
+  if kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    WAIT_RC=124
+  else
+    wait "$1"
+    WAIT_RC=$?
+  fi
 }
 
 udah_serves() { # <family>
@@ -82,7 +92,8 @@ udah_pings() { # <family>
   "$UDAH" ping --hal ibverbs --device "$UDAH_DEV" --port "${UDAH_PORT:-1}" -g "$idx" --ud-pingpong 127.0.0.1 \
     -n "$N" -s "$SIZE" --timeout-ms 2000 >"$plog" 2>&1
   prc=$?
-  src=$(wait_pid "$spid" 30)
+  wait_pid "$spid" 30
+  src=$WAIT_RC
   echo "--- $name (GID index $idx, ${gid_of[$fam]})"
   sed 's/^/  server| /' "$slog"
   sed 's/^/  ping  | /' "$plog"

@@ -15,7 +15,7 @@ use serde::Serialize;
 use udah_core::ah::Profile;
 use udah_core::hal::Hal;
 use udah_core::responder::{Config, EvidenceSource, ResolveError, Responder};
-use udah_core::table::{AhCache, AhHandle, AhTable, Session};
+use udah_core::table::{AhCache, AhHandle, AhTable, Session, TableError};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
 use udah_hal_mock::scenario::{Family, Scenario};
@@ -399,16 +399,126 @@ pub(crate) fn table_seed(seed: u64) -> u64 {
 /// passes through [`AhTable::with_seed`]'s return on the stack in
 /// unoptimised builds (128 MiB at 2²¹ slots), so it is built on a thread
 /// whose stack has room for it; the stack is gone once the table is boxed.
-fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, String> {
+fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, DemoError> {
     let bytes = core::mem::size_of::<AhTable<MockHal, N>>();
     std::thread::Builder::new()
         .name("ah-table".into())
         .stack_size(4 * bytes + (1 << 20))
         .spawn(move || Box::new(AhTable::with_seed(seed)))
-        .map_err(|e| format!("cannot start the thread that builds the AH table: {e}"))?
+        .map_err(DemoError::TableThread)?
         .join()
-        .map_err(|_| "building the AH table failed".to_string())
+        .map_err(|_| DemoError::TablePanicked)
 }
+
+/// Why a bound of [`DemoError::OutOfRange`] is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// No reason given.
+    Plain,
+    /// The largest AH table the demo builds has this many slots.
+    TableSlots(usize),
+    /// The hot path keeps one timing per this many completions.
+    Timings(usize),
+}
+
+/// Why the demo refused its arguments (before anything runs) or stopped;
+/// exit status 2 either way.
+#[derive(Debug)]
+pub(crate) enum DemoError {
+    /// `--<flag> <value>` outside `1..=max`.
+    OutOfRange {
+        /// The flag, without its dashes.
+        flag: &'static str,
+        /// The value given.
+        value: u64,
+        /// The largest allowed.
+        max: u64,
+        /// Why.
+        bound: Bound,
+    },
+    /// `--create-latency-us` above [`MAX_CREATE_LATENCY_US`].
+    CreateLatency(u64),
+    /// `--peers` × `--create-latency-us` above [`MAX_CREATES_US`].
+    CreatesTooLong {
+        /// `--peers`.
+        peers: usize,
+        /// `--create-latency-us`.
+        latency_us: u64,
+    },
+    /// More InfiniBand peers than one subnet has distinct addresses for.
+    TooManyInfiniband {
+        /// `--peers`.
+        peers: usize,
+        /// `--mix`, as given.
+        mix: String,
+        /// The InfiniBand peers among them.
+        infiniband: usize,
+    },
+    /// `--mix` names no family.
+    EmptyMix,
+    /// `--evidence mlx5 --quirks irdma`.
+    Mlx5OnIrdma,
+    /// The thread that builds the AH table could not start.
+    TableThread(std::io::Error),
+    /// The thread that builds the AH table panicked.
+    TablePanicked,
+    /// The mock fabric, its GID tables or a release failed.
+    Mock(MockError),
+    /// The responder has no QP on its `link` port.
+    NoResponderQp(&'static str),
+    /// Giving an AH handle back failed.
+    Release(TableError<MockError>),
+    /// The fabric delivered no completion to time.
+    NoCompletions,
+}
+
+impl core::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DemoError::OutOfRange { flag, value, max, bound } => {
+                write!(f, "--{flag} {value} is outside 1..={max}")?;
+                match bound {
+                    Bound::Plain => Ok(()),
+                    Bound::TableSlots(n) => write!(f, " (the largest AH table the demo builds has {n} slots)"),
+                    Bound::Timings(n) => write!(f, " (the hot path keeps one timing per {n} completions)"),
+                }
+            }
+            DemoError::CreateLatency(us) => write!(
+                f,
+                "--create-latency-us {us} is above {MAX_CREATE_LATENCY_US} (each peer's first request waits that long)"
+            ),
+            DemoError::CreatesTooLong { peers, latency_us } => {
+                let creates_us = (*peers as u64).saturating_mul(*latency_us);
+                write!(
+                    f,
+                    "--peers {peers} × --create-latency-us {latency_us} is {:.1} s of AH creates, above {} s: lower \
+                     one of them (at most {} µs for {peers} peers)",
+                    creates_us as f64 / 1e6,
+                    MAX_CREATES_US / 1_000_000,
+                    MAX_CREATES_US / (*peers as u64).max(1),
+                )
+            }
+            DemoError::TooManyInfiniband { peers, mix, infiniband } => write!(
+                f,
+                "--peers {peers} with --mix {mix} has {infiniband} InfiniBand peers (ib, ib-grh), more than one \
+                 subnet has distinct addresses for: add RoCE families to --mix"
+            ),
+            DemoError::EmptyMix => f.write_str("--mix names no family"),
+            DemoError::Mlx5OnIrdma => f.write_str(
+                "--evidence mlx5 reads mlx5's packet-type bits in wc.sl, which irdma NICs do not write: use \
+                 --quirks mlx5 (or realistic, zero, random, to which the bits are added)",
+            ),
+            DemoError::TableThread(e) => write!(f, "cannot start the thread that builds the AH table: {e}"),
+            DemoError::TablePanicked => f.write_str("building the AH table failed"),
+            DemoError::Mock(e) => core::fmt::Display::fmt(e, f),
+            DemoError::NoResponderQp(link) => write!(f, "no responder {link} port"),
+            DemoError::Release(e) => write!(f, "release: {e:?}"),
+            DemoError::NoCompletions => f.write_str("no completions were delivered"),
+        }
+    }
+}
+
+impl core::error::Error for DemoError {}
 
 /// The most completions `--messages` takes: the hot path keeps one timing
 /// per [`BATCH`] completions (125 MB of them at this bound, about a minute).
@@ -425,72 +535,54 @@ pub(crate) const MAX_ROUNDS: usize = 1024;
 
 /// Checks the arguments up front: every bound the run relies on, and the
 /// combinations that contradict each other.
-pub(crate) fn validate(args: &Args) -> Result<(), String> {
-    let range = |name: &str, v: u64, max: u64| {
-        if v == 0 || v > max { Err(format!("--{name} {v} is outside 1..={max}")) } else { Ok(()) }
+pub(crate) fn validate(args: &Args) -> Result<(), DemoError> {
+    let range = |flag: &'static str, value: u64, max: u64, bound: Bound| {
+        if value == 0 || value > max { Err(DemoError::OutOfRange { flag, value, max, bound }) } else { Ok(()) }
     };
-    range("peers", args.peers as u64, MAX_PEERS as u64).map_err(|e| {
-        format!("{e} (the largest AH table the demo builds has {} slots)", TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
-    })?;
-    range("messages", args.messages, MAX_MESSAGES)
-        .map_err(|e| format!("{e} (the hot path keeps one timing per {BATCH} completions)"))?;
-    range("threads", args.threads as u64, MAX_THREADS as u64)?;
-    range("rounds", args.rounds as u64, MAX_ROUNDS as u64)?;
+    let largest = TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1];
+    range("peers", args.peers as u64, MAX_PEERS as u64, Bound::TableSlots(largest))?;
+    range("messages", args.messages, MAX_MESSAGES, Bound::Timings(BATCH))?;
+    range("threads", args.threads as u64, MAX_THREADS as u64, Bound::Plain)?;
+    range("rounds", args.rounds as u64, MAX_ROUNDS as u64, Bound::Plain)?;
     if args.create_latency_us > MAX_CREATE_LATENCY_US {
-        return Err(format!(
-            "--create-latency-us {} is above {MAX_CREATE_LATENCY_US} (each peer's first request waits that long)",
-            args.create_latency_us
-        ));
+        return Err(DemoError::CreateLatency(args.create_latency_us));
     }
     // Each peer's first request misses: the creates alone take peers × latency.
     let creates_us = args.peers as u64 * args.create_latency_us;
     if creates_us > MAX_CREATES_US {
-        return Err(format!(
-            "--peers {} × --create-latency-us {} is {:.1} s of AH creates, above {} s: lower one of them \
-             (at most {} µs for {} peers)",
-            args.peers,
-            args.create_latency_us,
-            creates_us as f64 / 1e6,
-            MAX_CREATES_US / 1_000_000,
-            MAX_CREATES_US / args.peers as u64,
-            args.peers
-        ));
+        return Err(DemoError::CreatesTooLong { peers: args.peers, latency_us: args.create_latency_us });
     }
     if !udah_hal_mock::scenario::infiniband_fits(&args.mix, args.peers) {
-        return Err(format!(
-            "--peers {} with --mix {} has {} InfiniBand peers (ib, ib-grh), more than one subnet has \
-             distinct addresses for: add RoCE families to --mix",
-            args.peers,
-            args.mix.iter().map(|f| f.name()).collect::<Vec<_>>().join(","),
-            udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers),
-        ));
+        return Err(DemoError::TooManyInfiniband {
+            peers: args.peers,
+            mix: args.mix.iter().map(|f| f.name()).collect::<Vec<_>>().join(","),
+            infiniband: udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers),
+        });
     }
     if args.mix.is_empty() {
-        return Err("--mix names no family".into());
+        return Err(DemoError::EmptyMix);
     }
     if args.evidence == EvidenceArg::Mlx5 && args.quirks == QuirksArg::Irdma {
-        return Err("--evidence mlx5 reads mlx5's packet-type bits in wc.sl, which irdma NICs do not write: \
-                    use --quirks mlx5 (or realistic, zero, random, to which the bits are added)"
-            .into());
+        return Err(DemoError::Mlx5OnIrdma);
     }
     Ok(())
 }
 
 /// The demo over an AH table of `N` slots (the arguments are validated).
-fn demo<const N: usize>(args: &Args) -> Result<Summary, String> {
+fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let table_seed = table_seed(args.seed);
     let table = boxed_table::<N>(table_seed)?;
     let table = &*table;
     let quirks = quirks_of(args.quirks, args.evidence);
     let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
-    let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(|e| e.to_string())?;
+    let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(DemoError::Mock)?;
     let hal = MockHal::new(&sc.fabric, sc.ib_port.device);
     let mut ib: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(1, LinkLayer::Infiniband, 0));
     let mut roce: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(2, LinkLayer::Ethernet, 0));
-    hal.snapshot_gids(sc.ib_port.port, &mut ib).map_err(|e| e.to_string())?;
-    hal.snapshot_gids(sc.roce_port.port, &mut roce).map_err(|e| e.to_string())?;
-    let ib_qp = sc.fabric.create_qp(sc.ib_port, sc.qkey).ok_or("no responder IB port")?;
-    let roce_qp = sc.fabric.create_qp(sc.roce_port, sc.qkey).ok_or("no responder RoCE port")?;
+    hal.snapshot_gids(sc.ib_port.port, &mut ib).map_err(DemoError::Mock)?;
+    hal.snapshot_gids(sc.roce_port.port, &mut roce).map_err(DemoError::Mock)?;
+    let ib_qp = sc.fabric.create_qp(sc.ib_port, sc.qkey).ok_or(DemoError::NoResponderQp("IB"))?;
+    let roce_qp = sc.fabric.create_qp(sc.roce_port, sc.qkey).ok_or(DemoError::NoResponderQp("RoCE"))?;
     if args.evidence == EvidenceArg::Stamp {
         sc.fabric.set_receive_stamp(ib_qp, Some(Stamp::DEFAULT));
         sc.fabric.set_receive_stamp(roce_qp, Some(Stamp::DEFAULT));
@@ -512,7 +604,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, String> {
                     if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
                         answered += 1;
                     }
-                    shared.port(&c).release(h).map_err(|e| format!("release: {e:?}"))?;
+                    shared.port(&c).release(h).map_err(DemoError::Release)?;
                 }
                 Err(r) => *refused.entry(reason(&r)).or_default() += 1,
             }
@@ -535,7 +627,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, String> {
     }
     let corpus: Vec<Completion> = order.iter().map(|&i| corpus[i]).collect();
     if corpus.is_empty() {
-        return Err("no completions were delivered".into());
+        return Err(DemoError::NoCompletions);
     }
     for c in &corpus {
         if let Ok(h) = shared.resolve(c) {

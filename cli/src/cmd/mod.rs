@@ -6,6 +6,7 @@ pub(crate) mod conform;
 pub(crate) mod demo;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod devices;
+pub(crate) mod error;
 pub(crate) mod ping;
 pub(crate) mod replay;
 pub(crate) mod serve;

@@ -18,12 +18,13 @@ use udah_core::hal::Hal;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::wire::Gid;
 #[cfg(feature = "ibverbs")]
-use udah_hal_ibverbs::{UdDest, VerbsError, WcOpcode, WcStatus};
+use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
+use super::error::UsageError;
 #[cfg(feature = "ibverbs")]
-use super::devices::fail;
-use super::serve::{DEFAULT_QKEY_HEX, EXIT_USAGE, HalKind, MockLink, mock_setup, parse_u32};
+use super::error::VerbsCmdError;
+use super::serve::{DEFAULT_QKEY_HEX, HalKind, MockLink, mock_setup, parse_u32};
 #[cfg(feature = "ibverbs")]
 use super::serve::{PingpongAddr, VerbsPort, default_gid_index, pingpong_client_exchange, pingpong_psn};
 
@@ -87,25 +88,25 @@ pub(crate) struct Args {
 
 /// The MTU `ping --hal mock` enforces (the mock fabric has none; 4096 is
 /// RoCE's largest).
-const MOCK_MTU: usize = 4096;
+pub(crate) const MOCK_MTU: usize = 4096;
 
 /// The smallest payload: the sequence number.
-const MIN_SIZE: usize = 8;
+pub(crate) const MIN_SIZE: usize = 8;
 
 /// The command-line mistakes `ping` refuses before doing anything.
-fn validate(args: &Args) -> Result<(), String> {
+fn validate(args: &Args) -> Result<(), UsageError> {
     if args.size < MIN_SIZE {
-        return Err(format!("--size {}: at least {MIN_SIZE} bytes (the sequence number)", args.size));
+        return Err(UsageError::SizeBelowMin(args.size));
     }
     if args.port == 0 {
-        return Err("--port 0: port numbers start at 1".into());
+        return Err(UsageError::PortZero);
     }
     if args.hal == HalKind::Mock {
         if args.size > MOCK_MTU {
-            return Err(format!("--size {}: above the MTU ({MOCK_MTU} on the mock fabric)", args.size));
+            return Err(UsageError::SizeAboveMockMtu(args.size));
         }
         if args.port != 1 {
-            return Err(format!("--port {}: the mock fabric's client is port 1", args.port));
+            return Err(UsageError::MockPort { port: args.port, side: "client" });
         }
         for (set, flag) in [
             (args.dest.is_some(), "--dest"),
@@ -116,34 +117,25 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.ud_pingpong.is_some(), "--ud-pingpong"),
         ] {
             if set {
-                return Err(format!("{flag} is for --hal ibverbs (the mock fabric has its own server)"));
+                return Err(UsageError::VerbsOnly { flag, mock: "the mock fabric has its own server" });
             }
         }
     }
     Ok(())
 }
 
-/// `Some(message)` when the local GID `local` (index `idx`) and the
-/// destination are of different address families: RoCE v2 cannot send from
-/// an IPv6 GID to an IPv4 address or back (the kernel answers EINVAL).
+/// The error when the local GID `local` (index `idx`) and the destination
+/// are of different address families: RoCE v2 cannot send from an IPv6 GID
+/// to an IPv4 address or back (the kernel answers EINVAL).
 #[cfg(any(feature = "ibverbs", test))]
-fn family_mismatch(dest: Gid, idx: u32, local: Gid) -> Option<String> {
-    let fam = |g: Gid| if g.is_ipv4_mapped() { "IPv4" } else { "IPv6" };
-    (dest.is_ipv4_mapped() != local.is_ipv4_mapped()).then(|| {
-        format!(
-            "GID index {idx} is {local} ({}) but the destination {dest} is {}: pick a GID index of the same \
-             address family (see `udah devices`)",
-            fam(local),
-            fam(dest)
-        )
-    })
+fn family_mismatch(dest: Gid, idx: u32, local: Gid) -> Option<UsageError> {
+    (dest.is_ipv4_mapped() != local.is_ipv4_mapped()).then_some(UsageError::FamilyMismatch { dest, index: idx, local })
 }
 
 /// Runs `udah ping`.
 pub(crate) fn run(args: &Args) -> ExitCode {
-    if let Err(m) = validate(args) {
-        eprintln!("udah ping: {m}");
-        return ExitCode::from(EXIT_USAGE);
+    if let Err(e) = validate(args) {
+        return e.exit("ping");
     }
     match args.hal {
         HalKind::Mock => ping_mock(args),
@@ -152,15 +144,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match ping_ibverbs(args) {
             Ok(code) => code,
-            Err(PingError::Verbs(e)) => fail(&e),
-            Err(PingError::Usage(m)) => {
-                eprintln!("udah ping: {m}");
-                ExitCode::from(EXIT_USAGE)
-            }
-            Err(PingError::Exchange(m)) => {
-                eprintln!("udah ping: {m}");
-                ExitCode::FAILURE
-            }
+            Err(e) => e.exit("ping"),
         },
     }
 }
@@ -263,21 +247,6 @@ fn ping_mock(args: &Args) -> ExitCode {
     rtts.report(args.count, start.elapsed())
 }
 
-#[cfg(feature = "ibverbs")]
-enum PingError {
-    Verbs(VerbsError),
-    Usage(String),
-    /// The `--ud-pingpong` TCP exchange failed.
-    Exchange(String),
-}
-
-#[cfg(feature = "ibverbs")]
-impl From<VerbsError> for PingError {
-    fn from(e: VerbsError) -> PingError {
-        PingError::Verbs(e)
-    }
-}
-
 /// A `--dest` value.
 #[cfg(any(feature = "ibverbs", test))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,56 +256,56 @@ enum Dest {
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-fn parse_dest(s: &str) -> Result<Dest, String> {
+fn parse_dest(s: &str) -> Result<Dest, UsageError> {
     if let Ok(a) = s.parse::<core::net::Ipv6Addr>() {
         return Ok(Dest::Gid(a.into()));
     }
     if let Ok(a) = s.parse::<core::net::Ipv4Addr>() {
         return Ok(Dest::Gid(a.into()));
     }
-    let lid = parse_u32(s).map_err(|_| format!("--dest {s:?} is neither a GID, an IPv4 address nor a LID"))?;
-    u16::try_from(lid).map(Dest::Lid).map_err(|_| format!("LID {lid} is above 0xffff"))
+    let lid = parse_u32(s).map_err(|_| UsageError::BadDest(s.to_owned()))?;
+    u16::try_from(lid).map(Dest::Lid).map_err(|_| UsageError::LidTooLarge { lid, dlid: false })
 }
 
 #[cfg(feature = "ibverbs")]
-fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
+fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let given = match &args.ud_pingpong {
         None => {
-            let d = args.dest.as_deref().ok_or_else(|| PingError::Usage("--dest is required".into()))?;
-            let dest = parse_dest(d).map_err(PingError::Usage)?;
-            Some((dest, args.qpn.ok_or_else(|| PingError::Usage("--qpn is required".into()))?))
+            let d = args.dest.as_deref().ok_or(UsageError::Missing("--dest"))?;
+            let dest = parse_dest(d)?;
+            Some((dest, args.qpn.ok_or(UsageError::Missing("--qpn"))?))
         }
         Some(_) if args.dest.is_some() || args.qpn.is_some() => {
-            return Err(PingError::Usage(
-                "--ud-pingpong takes the destination from the exchange: no --dest/--qpn".into(),
-            ));
+            return Err(UsageError::DestWithExchange.into());
         }
         Some(_) => None,
     };
-    let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, 16)?;
-    let port = PortNum::new(args.port).ok_or_else(|| PingError::Usage("port 0".into()))?;
-    let info = vp.hal.port_info(args.port)?;
+    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16)?;
+    // `validate` refused port 0 already.
+    let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
+    let info = hal.port_info(args.port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
     let mut exchanged_lid = None;
     let (dest, qpn) = match (given, &args.ud_pingpong) {
         (Some(g), _) => g,
         (None, server) => {
             let server = server.as_deref().unwrap_or_default();
-            let gids = vp.hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.port)?;
             // Ours goes first, before we know the server's family: -g, else
             // the first RoCE v2 IPv4 GID (ibv_ud_pingpong sends a zero GID
             // without -g, which only works on InfiniBand).
             let gid = match args.gid_index.or_else(|| default_gid_index(&gids, Some(true)).filter(|_| roce)) {
                 Some(i) => {
                     gids.entries.iter().find(|e| e.record.index == i).map(|e| e.record.gid).ok_or_else(|| {
-                        VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i }
+                        VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: i }
                     })?
                 }
                 None => Gid([0; 16]),
             };
             let ours = PingpongAddr { lid: info.lid, qpn: vp.qp.qp_num(), psn: pingpong_psn(), gid };
             let theirs = pingpong_client_exchange(server, ours)
-                .map_err(|e| PingError::Exchange(format!("--ud-pingpong {server}: address exchange: {e}")))?;
+                .map_err(|source| VerbsCmdError::Exchange { server: Some(server.to_owned()), source })?;
             println!("ud-pingpong: local address {ours}; remote address {theirs}");
             exchanged_lid = Some(theirs.lid);
             // ibv_ud_pingpong uses a GRH when the GID's interface id is set.
@@ -346,31 +315,27 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         }
     };
     let attr = match dest {
-        Dest::Lid(_) if roce => return Err(PingError::Usage("a RoCE port needs a GID (or IPv4) destination".into())),
+        Dest::Lid(_) if roce => return Err(UsageError::LidOnRoce.into()),
         Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
         Dest::Gid(g) => {
-            let gids = vp.hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.port)?;
             let idx = match args.gid_index {
                 Some(i) => i,
-                None => default_gid_index(&gids, Some(g.is_ipv4_mapped()))
-                    .ok_or_else(|| PingError::Usage("the port has no GID".into()))?,
+                None => default_gid_index(&gids, Some(g.is_ipv4_mapped())).ok_or(UsageError::NoGid)?,
             };
             let Some(local) = gids.entries.iter().find(|e| e.record.index == idx) else {
-                return Err(VerbsError::GidNotFound {
-                    device: vp.hal.device().to_owned(),
-                    port: args.port,
-                    index: idx,
-                }
-                .into());
+                return Err(
+                    VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: idx }.into()
+                );
             };
-            if roce && let Some(m) = family_mismatch(g, idx, local.record.gid) {
-                return Err(PingError::Usage(m));
+            if roce && let Some(e) = family_mismatch(g, idx, local.record.gid) {
+                return Err(e.into());
             }
             let dlid = match args.dlid {
-                Some(l) => u16::try_from(l).map_err(|_| PingError::Usage(format!("--dlid {l} is above 0xffff")))?,
+                Some(lid) => u16::try_from(lid).map_err(|_| UsageError::LidTooLarge { lid, dlid: true })?,
                 None if roce => 0,
                 None if exchanged_lid.is_some() => exchanged_lid.unwrap_or_default(),
-                None => return Err(PingError::Usage("on InfiniBand a GID destination also needs --dlid".into())),
+                None => return Err(UsageError::NeedsDlid.into()),
             };
             AhAttr {
                 port,
@@ -381,7 +346,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
                 grh: Some(GlobalRoute {
                     dgid: g,
                     flow_label: FlowLabel::default(),
-                    sgid_index: u8::try_from(idx).map_err(|_| PingError::Usage(format!("GID index {idx} > 255")))?,
+                    sgid_index: u8::try_from(idx).map_err(|_| UsageError::GidIndexTooLarge(idx))?,
                     hop_limit: 64,
                     traffic_class: 0,
                 }),
@@ -389,18 +354,15 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         }
     };
     if args.size > vp.mtu {
-        return Err(PingError::Usage(format!(
-            "--size {}: above the port's active MTU {} (a UD message is one packet)",
-            args.size, vp.mtu
-        )));
+        return Err(UsageError::SizeAboveMtu { size: args.size, mtu: vp.mtu }.into());
     }
     let size = args.size;
-    let ah = vp.hal.create_ah(&attr, None)?;
+    let ah = hal.create_ah(&attr, None)?;
     println!(
         "pinging {} QPN {qpn:#x} Q_Key {:#x} from {} port {} QPN {:#x}: {} request(s) of {size} bytes",
         args.dest.as_deref().unwrap_or_default(),
         args.qkey,
-        vp.hal.device(),
+        hal.device(),
         args.port,
         vp.qp.qp_num(),
         args.count
@@ -470,7 +432,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, PingError> {
         }
     }
     let code = rtts.report(args.count, start.elapsed());
-    vp.hal.destroy_ah(ah)?;
+    hal.destroy_ah(ah)?;
     Ok(code)
 }
 
@@ -494,9 +456,9 @@ mod tests {
         let ll: Gid = "fe80::1".parse::<core::net::Ipv6Addr>().unwrap().into();
         assert_eq!(family_mismatch(v4, 1, Gid::from_ipv4([10, 0, 0, 2])), None);
         assert_eq!(family_mismatch(v6, 2, ll), None);
-        let m = family_mismatch(v4, 2, v6).unwrap();
+        let m = family_mismatch(v4, 2, v6).unwrap().to_string();
         assert!(m.contains("GID index 2") && m.contains("(IPv6)") && m.contains("is IPv4"), "{m}");
-        let m = family_mismatch(ll, 1, v4).unwrap();
+        let m = family_mismatch(ll, 1, v4).unwrap().to_string();
         assert!(m.contains("(IPv4)") && m.contains("is IPv6"), "{m}");
     }
 

@@ -4,8 +4,9 @@
 //!
 //! * `--hal ibverbs`: on a real (or Soft-RoCE) device: receives are posted
 //!   with the 40-byte GRH area in front of the payload (optionally
-//!   pre-stamped, `--stamp`), completions resolve through
-//!   [`udah_core::table::AhTable`], GID-change events re-snapshot the GID
+//!   pre-stamped, `--stamp`), completions resolve through core's pipeline
+//!   ([`udah_core::responder::Responder`]: the libibverbs profile and an
+//!   [`udah_core::table::AhTable`]), GID-change events re-snapshot the GID
 //!   table and retire stale AHs.
 //! * `--hal mock` (default): the same on hal-mock's in-process fabric, with
 //!   `--peers` simulated clients sending `--count` requests, through
@@ -28,21 +29,23 @@ use udah_core::wire::Gid;
 #[cfg(any(feature = "ibverbs", test))]
 use udah_core::{
     GidTable, LinkLayer,
-    ah::libibverbs,
+    ah::{IbvWc, PortNum, ProfileError, libibverbs},
     hal::AhToken,
-    table::{AhHandle, AhTable, TableError},
-    wire::{Area, Evidence, Stamp},
+    responder::{Config, EvidenceSource, ResolveError, Responder},
+    table::{AhHandle, AhTable, Shared},
+    wire::{Area, Stamp},
 };
 #[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::{
     Context, GidKind, IbverbsHal, PortGids, QpCaps, Segment, UdDest, UdQp, VerbsAh, VerbsError, WcOpcode, WcStatus,
     WorkCompletion,
 };
-use udah_hal_mock::responder::{Mode, Responder};
-use udah_hal_mock::{Fabric, MockAh, MockHal, PortConfig, PortId, Qpn};
+use udah_hal_mock::responder::{Mode, Responder as MockResponder};
+use udah_hal_mock::{Fabric, MockAh, MockError, MockHal, PortConfig, PortId, Qpn};
 
+use super::error::UsageError;
 #[cfg(feature = "ibverbs")]
-use super::devices::fail;
+use super::error::VerbsCmdError;
 
 /// Which backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -152,16 +155,16 @@ pub(crate) struct Args {
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
-fn validate(args: &Args) -> Result<(), String> {
+fn validate(args: &Args) -> Result<(), UsageError> {
     if args.port == 0 {
-        return Err("--port 0: port numbers start at 1".into());
+        return Err(UsageError::PortZero);
     }
     if args.hal == HalKind::Mock {
         if args.peers == 0 {
-            return Err("--peers 0: the mock fabric needs at least 1 simulated client".into());
+            return Err(UsageError::NoPeers);
         }
         if args.port != 1 {
-            return Err(format!("--port {}: the mock fabric's server is port 1", args.port));
+            return Err(UsageError::MockPort { port: args.port, side: "server" });
         }
         for (set, flag) in [
             (args.device.is_some(), "--device"),
@@ -171,13 +174,11 @@ fn validate(args: &Args) -> Result<(), String> {
             (args.fault_qp_after.is_some(), "--fault-qp-after"),
         ] {
             if set {
-                return Err(format!("{flag} is for --hal ibverbs (the mock server has one fixed address)"));
+                return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
             }
         }
         if args.stamp && args.link == MockLink::Ib {
-            return Err("--stamp tells RoCE v2/IPv4 headers apart; an InfiniBand packet always has a GRH: \
-                        not with --link ib"
-                .into());
+            return Err(UsageError::StampOnIb);
         }
     }
     Ok(())
@@ -211,27 +212,45 @@ pub(crate) fn stop_on_signals() -> &'static AtomicBool {
     &STOP
 }
 
+/// A number argument that is neither decimal nor `0x` hexadecimal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NumberError {
+    text: String,
+    source: core::num::ParseIntError,
+}
+
+impl core::fmt::Display for NumberError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}: {}", self.text, self.source)
+    }
+}
+
+impl core::error::Error for NumberError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Parses decimal or `0x` hexadecimal.
-pub(crate) fn parse_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_u32(s: &str) -> Result<u32, NumberError> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|e| format!("{s:?}: {e}"))
+    r.map_err(|source| NumberError { text: s.to_owned(), source })
 }
 
 /// Runs `udah serve`.
 pub(crate) fn run(args: &Args) -> ExitCode {
-    if let Err(m) = validate(args) {
-        eprintln!("udah serve: {m}");
-        return ExitCode::from(EXIT_USAGE);
+    if let Err(e) = validate(args) {
+        return e.exit("serve");
     }
     match args.hal {
         HalKind::Mock => serve_mock(args),
         #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match serve_ibverbs(args) {
             Ok(code) => code,
-            Err(e) => fail(&e),
+            Err(e) => e.exit("serve"),
         },
         #[cfg(not(feature = "ibverbs"))]
         HalKind::Ibverbs => super::no_verbs_backend("serve --hal ibverbs"),
@@ -269,8 +288,34 @@ fn v2_index(fabric: &Fabric, port: PortId, gid: Gid) -> Option<u8> {
         .and_then(|(i, _)| u8::try_from(*i).ok())
 }
 
+/// Why the mock fabric of `serve`/`ping` could not be built.
+#[derive(Debug)]
+pub(crate) enum MockSetupError {
+    /// A client port has no RoCE v2 GID for its address.
+    NoClientGid,
+    /// A field of a client's AH attribute is out of range (`what`).
+    Field(&'static str),
+    /// The fabric refused a client's AH to the server.
+    CreateAh(MockError),
+    /// The fabric refused a client's QP.
+    CreateQp,
+}
+
+impl core::fmt::Display for MockSetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MockSetupError::NoClientGid => f.write_str("client has no RoCE v2 GID"),
+            MockSetupError::Field(what) => f.write_str(what),
+            MockSetupError::CreateAh(e) => core::fmt::Display::fmt(e, f),
+            MockSetupError::CreateQp => f.write_str("create_qp"),
+        }
+    }
+}
+
+impl core::error::Error for MockSetupError {}
+
 /// Builds the mock fabric of `serve`/`ping`.
-pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSetup, String> {
+pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSetup, MockSetupError> {
     use udah_core::ah::{FlowLabel, GlobalRoute, PortNum, Sl};
     let fabric = Fabric::new(0x0dab);
     let server_ip = [10, 0, 0, 1];
@@ -288,10 +333,10 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
                 let ip = [10, 0, 0, k.saturating_add(2)];
                 let mac = [0x02, 0, 0, 0, 1, k];
                 let p = fabric.add_port(PortConfig::roce(mac).with_ipv4(ip));
-                let sgid = v2_index(&fabric, p, Gid::from_ipv4(ip)).ok_or("client has no RoCE v2 GID")?;
+                let sgid = v2_index(&fabric, p, Gid::from_ipv4(ip)).ok_or(MockSetupError::NoClientGid)?;
                 let g = GlobalRoute {
                     dgid: Gid::from_ipv4(server_ip),
-                    flow_label: FlowLabel::new(u32::from(k)).ok_or("flow label")?,
+                    flow_label: FlowLabel::new(u32::from(k)).ok_or(MockSetupError::Field("flow label"))?,
                     sgid_index: sgid,
                     hop_limit: 64,
                     traffic_class: 0,
@@ -304,15 +349,15 @@ pub(crate) fn mock_setup(link: MockLink, peers: u8, qkey: u32) -> Result<MockSet
             }
         };
         let attr = AhAttr {
-            port: PortNum::new(port.port).ok_or("port 0")?,
+            port: PortNum::new(port.port).ok_or(MockSetupError::Field("port 0"))?,
             dlid: server_lid,
-            sl: Sl::new(0).ok_or("sl")?,
+            sl: Sl::new(0).ok_or(MockSetupError::Field("sl"))?,
             src_path_bits: 0,
             static_rate: 0,
             grh,
         };
-        let ah = MockHal::new(&fabric, port.device).create_ah(&attr, None).map_err(|e| e.to_string())?;
-        let qpn = fabric.create_qp(port, qkey).ok_or("create_qp")?;
+        let ah = MockHal::new(&fabric, port.device).create_ah(&attr, None).map_err(MockSetupError::CreateAh)?;
+        let qpn = fabric.create_qp(port, qkey).ok_or(MockSetupError::CreateQp)?;
         clients.push((port, qpn, ah));
     }
     Ok(MockSetup { fabric, server, server_addr, clients })
@@ -327,7 +372,7 @@ fn serve_mock(args: &Args) -> ExitCode {
         }
     };
     let mode = if args.stamp { Mode::LibibverbsStamped } else { Mode::Libibverbs };
-    let mut resp = match Responder::new(&setup.fabric, setup.server, args.qkey, mode) {
+    let mut resp = match MockResponder::new(&setup.fabric, setup.server, args.qkey, mode) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("udah: responder: {e}");
@@ -394,125 +439,100 @@ fn serve_mock(args: &Args) -> ExitCode {
 }
 
 // ---------------------------------------------------------------------------
-// The responder core, generic over the backend
+// The responder: core's pipeline, generic over the backend
 
 #[cfg(any(feature = "ibverbs", test))]
-/// Why a completion was not answered.
-#[derive(Debug)]
-pub(crate) enum ServeError<E> {
-    /// The libibverbs profile refused the completion (the header type, the
-    /// GID search, ...).
-    Attr(libibverbs::IbvFailure),
-    /// The AH table or backend failed (an invalid attribute included).
-    Table(TableError<E>),
-    /// Re-snapshotting the GID table failed.
-    Snapshot(E),
+/// The pipeline of `serve --hal ibverbs`: core's [`Responder`] (GID
+/// snapshot, libibverbs profile, AH table) on one port of a backend it
+/// borrows, so that the backend (its PD and context) outlives every AH and
+/// handle of the pipeline. Boxed by [`pipeline`]: it holds two snapshots of
+/// [`GIDS`] entries.
+pub(crate) type Pipeline<'h, H> = Responder<Shared<&'h H, Box<AhTable<H, AHS>>>, GIDS>;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// serve's configuration: the libibverbs profile, its own header-type
+/// heuristic, or the stamp the receive areas were pre-stamped with
+/// (`--stamp`); every completion admitted.
+pub(crate) fn config(stamp: Option<Stamp>) -> Config {
+    Config { evidence: stamp.map_or(EvidenceSource::None, EvidenceSource::Stamp), ..Config::default() }
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ServeError<E> {
+/// The pipeline on `port` of `hal`, with a first GID snapshot.
+pub(crate) fn pipeline<H: Hal>(hal: &H, port: PortNum, stamp: Option<Stamp>) -> Result<Box<Pipeline<'_, H>>, H::Error>
+where
+    H::Ah: AhToken,
+{
+    Responder::new(Shared::new(hal, Box::new(AhTable::new())), port, config(stamp)).map(Box::new)
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Why a request got no reply AH.
+#[derive(Debug)]
+pub(crate) enum ReplyError<E> {
+    /// The backend's GID generation moved and re-taking the snapshot failed
+    /// (the previous snapshot stays; the next request tries again).
+    Snapshot(E),
+    /// The pipeline refused or failed: the libibverbs profile (header type,
+    /// GID search), or the AH table or backend (an invalid attribute
+    /// included).
+    Resolve(ResolveError<E>),
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ReplyError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ServeError::Attr(e) => write!(f, "AH attribute: {e}"),
-            ServeError::Table(e) => write!(f, "AH table: {e}"),
-            ServeError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            ReplyError::Snapshot(e) => write!(f, "GID snapshot: {e}"),
+            // As serve has always said it.
+            ReplyError::Resolve(ResolveError::Profile(ProfileError::Libibverbs(e))) => write!(f, "AH attribute: {e}"),
+            ReplyError::Resolve(e) => core::fmt::Display::fmt(e, f),
         }
     }
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-/// GID snapshot + AH table of one port: completion → AH handle, with the
-/// snapshot re-taken (and stale AHs retired) whenever the backend's GID
-/// generation moves.
-pub(crate) struct Engine<H: Hal>
+impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for ReplyError<E> {}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The AH to answer a completion with: the GID snapshot re-taken first if
+/// the backend's GID generation moved (retiring the AHs built on changed
+/// entries), then the pipeline. The handle holds a reference: give it back
+/// with [`release`].
+pub(crate) fn reply_ah<H: Hal>(
+    p: &mut Pipeline<'_, H>,
+    wc: &IbvWc,
+    area: &Area,
+) -> Result<AhHandle<H::Ah>, ReplyError<H::Error>>
 where
     H::Ah: AhToken,
 {
-    port: u8,
-    gids: Box<GidTable<GIDS>>,
-    table: Box<AhTable<H, AHS>>,
-    stamp: Option<Stamp>,
-    /// Snapshots re-taken after a generation change.
-    pub(crate) resnapshots: u64,
-    /// AH-table entries retired by GID changes.
-    pub(crate) retired: u64,
+    p.refresh().map_err(ReplyError::Snapshot)?;
+    p.resolve(wc, area).map_err(ReplyError::Resolve)
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<H: Hal> Engine<H>
+/// Gives a handle back to the pipeline.
+pub(crate) fn release<H: Hal>(p: &mut Pipeline<'_, H>, h: AhHandle<H::Ah>)
 where
     H::Ah: AhToken,
-    H::Error: core::fmt::Debug,
 {
-    /// An engine for `port`, with a first snapshot.
-    pub(crate) fn new(hal: &H, port: u8, stamp: Option<Stamp>) -> Result<Engine<H>, H::Error> {
-        let mut gids = Box::new(GidTable::new(port, LinkLayer::Infiniband, 0));
-        hal.snapshot_gids(port, &mut gids)?;
-        Ok(Engine { port, gids, table: Box::new(AhTable::new()), stamp, resnapshots: 0, retired: 0 })
-    }
-
-    /// The GID snapshot.
-    pub(crate) fn gids(&self) -> &GidTable<GIDS> {
-        &self.gids
-    }
-
-    /// The AH table.
-    pub(crate) fn table(&self) -> &AhTable<H, AHS> {
-        &self.table
-    }
-
-    /// Re-snapshots and retires stale AHs if the GID generation moved.
-    pub(crate) fn refresh(&mut self, hal: &H) -> Result<(), ServeError<H::Error>> {
-        if self.gids.generation() == hal.gid_generation(self.port) {
-            return Ok(());
-        }
-        let mut fresh = Box::new(GidTable::new(self.port, LinkLayer::Infiniband, 0));
-        hal.snapshot_gids(self.port, &mut fresh).map_err(ServeError::Snapshot)?;
-        self.retired += self.table.retire_gid_change(hal, &self.gids, &fresh) as u64;
-        self.gids = fresh;
-        self.resnapshots += 1;
-        Ok(())
-    }
-
-    /// The AH to answer a completion with (a reference: give it back with
-    /// [`release`](Self::release)).
-    pub(crate) fn reply_ah(
-        &mut self,
-        hal: &H,
-        wc: &udah_core::ah::IbvWc,
-        area: &Area,
-    ) -> Result<AhHandle<H::Ah>, ServeError<H::Error>> {
-        self.refresh(hal)?;
-        let evidence = self.stamp.map_or(Evidence::None, Evidence::Stamped);
-        let words = libibverbs::words(&self.gids, wc, area, evidence).map_err(ServeError::Attr)?;
-        self.table.get_or_create(hal, &words).map_err(ServeError::Table)
-    }
-
-    /// Gives a handle back.
-    pub(crate) fn release(&self, hal: &H, h: AhHandle<H::Ah>) {
-        // A stale handle can only come from a bug here; nothing to do then.
-        let _ = self.table.release(hal, h);
-    }
-
-    /// The end of serving: gives back the handles still held (replies in
-    /// flight), then retires every AH in the table, so that none is left
-    /// when the device is closed. Returns how many entries were retired.
-    pub(crate) fn shutdown(&self, hal: &H, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize {
-        for h in held {
-            self.release(hal, h);
-        }
-        self.table.retire_all(hal)
-    }
+    // A stale handle can only come from a bug here; nothing to do then.
+    let _ = p.release(h);
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-impl<H: Hal> core::fmt::Debug for Engine<H>
+/// The end of serving: gives back the handles still held (replies in
+/// flight), then retires every AH in the table, so that none is left when
+/// the device is closed. Returns how many entries were retired.
+pub(crate) fn shutdown<H: Hal>(p: &mut Pipeline<'_, H>, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize
 where
     H::Ah: AhToken,
 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Engine").field("port", &self.port).field("generation", &self.gids.generation()).finish()
+    for h in held {
+        release(p, h);
     }
+    p.cache().table().retire_all(p.backend())
 }
 
 // ---------------------------------------------------------------------------
@@ -559,10 +579,10 @@ impl PingpongAddr {
     }
 
     /// Parses a message (up to its first NUL).
-    pub(crate) fn parse(msg: &[u8]) -> Result<PingpongAddr, String> {
+    pub(crate) fn parse(msg: &[u8]) -> Result<PingpongAddr, AddrError> {
         let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-        let text = core::str::from_utf8(&msg[..end]).map_err(|_| "the address is not text".to_owned())?;
-        let bad = || format!("{text:?} is not LID:QPN:PSN:GID (ibv_ud_pingpong's address format)");
+        let text = core::str::from_utf8(&msg[..end]).map_err(|_| AddrError::NotText)?;
+        let bad = || AddrError::Format(text.to_owned());
         let mut f = text.split(':');
         let (Some(lid), Some(qpn), Some(psn), Some(gid), None) = (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
@@ -584,6 +604,31 @@ impl PingpongAddr {
         })
     }
 }
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Why an `ibv_ud_pingpong` address message did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AddrError {
+    /// The bytes before the first NUL are not UTF-8.
+    NotText,
+    /// The text (here) is not `LID:QPN:PSN:GID`.
+    Format(String),
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl core::fmt::Display for AddrError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AddrError::NotText => f.write_str("the address is not text"),
+            AddrError::Format(text) => {
+                write!(f, "{text:?} is not LID:QPN:PSN:GID (ibv_ud_pingpong's address format)")
+            }
+        }
+    }
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+impl core::error::Error for AddrError {}
 
 #[cfg(any(feature = "ibverbs", test))]
 impl core::fmt::Display for PingpongAddr {
@@ -705,9 +750,13 @@ pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u
 }
 
 #[cfg(feature = "ibverbs")]
-/// An open port with a UD QP at RTS, its CQs and buffers.
-pub(crate) struct VerbsPort {
-    pub(crate) hal: IbverbsHal,
+/// A UD QP at RTS on a port of a backend, its CQs and buffers. The backend
+/// is borrowed, not owned, so that the QP's sends and receives (which write
+/// the buffers: `&mut self`) and a [`Pipeline`] (whose AHs they send
+/// through) share it, and so that it outlives both: the QP and every AH
+/// are gone before the backend closes its PD and context.
+pub(crate) struct VerbsPort<'h> {
+    pub(crate) hal: &'h IbverbsHal,
     pub(crate) qp: UdQp,
     pub(crate) send_cq: udah_hal_ibverbs::Cq,
     pub(crate) recv_cq: udah_hal_ibverbs::Cq,
@@ -718,17 +767,17 @@ pub(crate) struct VerbsPort {
 }
 
 #[cfg(feature = "ibverbs")]
-impl core::fmt::Debug for VerbsPort {
+impl core::fmt::Debug for VerbsPort<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("VerbsPort").field("device", &self.hal.device()).field("qpn", &self.qp.qp_num()).finish()
     }
 }
 
 #[cfg(feature = "ibverbs")]
-impl VerbsPort {
-    /// Opens `device`/`port` (must be active) and brings a UD QP to RTS.
-    pub(crate) fn open(device: Option<&str>, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort, VerbsError> {
-        let hal = IbverbsHal::open_port(device, port)?;
+impl<'h> VerbsPort<'h> {
+    /// Brings a UD QP on `port` of `hal` to RTS (open the backend with
+    /// [`IbverbsHal::open_port`], which checks that the port is active).
+    pub(crate) fn open(hal: &'h IbverbsHal, port: u8, qkey: u32, depth: u32) -> Result<VerbsPort<'h>, VerbsError> {
         let pa = hal.port_attr(port)?;
         let mtu = pa.active_mtu.bytes().unwrap_or(1024) as usize;
         let slot = AREA_LEN + mtu;
@@ -886,20 +935,26 @@ struct Stats {
 }
 
 #[cfg(feature = "ibverbs")]
-fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
+fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let stop = stop_on_signals();
     let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
-    let mut vp = VerbsPort::open(args.device.as_deref(), args.port, args.qkey, depth)?;
-    vp.hal.start_event_listener()?;
+    // Dropped in the reverse order: the pipeline, the QP, then the backend
+    // (the borrows make it so), after `shutdown` retired every AH.
+    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth)?;
+    hal.start_event_listener()?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
-    let mut engine = Engine::new(&vp.hal, args.port, stamp)?;
-    let pa = vp.hal.port_attr(args.port)?;
-    let gids = vp.hal.port_gids(args.port)?;
+    // `validate` refused port 0 already.
+    let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
+    let mut pipeline = pipeline(&hal, port, stamp)?;
+    let pa = hal.port_attr(args.port)?;
+    let gids = hal.port_gids(args.port)?;
     let idx = match args.gid_index {
         Some(i) => {
             if !gids.entries.iter().any(|g| g.record.index == i) {
-                return Err(VerbsError::GidNotFound { device: vp.hal.device().to_owned(), port: args.port, index: i });
+                let device = hal.device().to_owned();
+                return Err(VerbsError::GidNotFound { device, port: args.port, index: i }.into());
             }
             Some(i)
         }
@@ -908,7 +963,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     let gid = idx.and_then(|i| gids.entries.iter().find(|g| g.record.index == i)).map(|g| g.record.gid);
     println!(
         "serving on {} port {} ({}, MTU {}): QPN {:#x} Q_Key {:#x} LID {:#x}{}",
-        vp.hal.device(),
+        hal.device(),
         args.port,
         pa.link_layer,
         vp.mtu,
@@ -938,10 +993,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             .or_else(|_| std::net::TcpListener::bind(("0.0.0.0", UD_PINGPONG_PORT)))
         {
             Ok(l) => l,
-            Err(e) => {
-                eprintln!("udah serve: --ud-pingpong: cannot listen on TCP port {UD_PINGPONG_PORT}: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(e) => return Err(VerbsCmdError::Listen(e)),
         };
         println!("ud-pingpong: waiting for an ibv_ud_pingpong client on TCP port {UD_PINGPONG_PORT}");
         let ours =
@@ -952,10 +1004,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 peer = Some(theirs);
             }
             Ok(None) => println!("stopped by a signal"),
-            Err(e) => {
-                eprintln!("udah serve: --ud-pingpong address exchange: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(source) => return Err(VerbsCmdError::Exchange { server: None, source }),
         }
     }
     let mut free: Vec<usize> = (0..depth as usize).rev().collect();
@@ -974,9 +1023,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         // The listener polls the async fd (100 ms timeout) and checks the
         // device is still registered, traffic or not; this is one atomic
         // load until it has seen something.
-        if let Some(f) = vp.hal.fault() {
+        if let Some(f) = hal.fault() {
             let code = if f.is_device_lost() { EXIT_DEVICE_LOST } else { EXIT_QUEUE_FAULT };
-            fault = Some((format!("device {} {f}", vp.hal.device()), code));
+            fault = Some((format!("device {} {f}", hal.device()), code));
             break;
         }
         wcs.clear();
@@ -990,7 +1039,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             }
             let i = wc.wr_id as usize;
             if let Some(h) = in_flight.get_mut(i).and_then(Option::take) {
-                engine.release(&vp.hal, h);
+                release(&mut pipeline, h);
             }
             free.push(i);
         }
@@ -1022,9 +1071,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
-            let reply = engine.reply_ah(&vp.hal, &wc.ibv(), &area);
+            let reply = reply_ah(&mut pipeline, &wc.ibv(), &area);
             if let Some(c) = check.as_mut() {
-                c.check(vp.hal.context(), engine.gids(), args.port, &wc, &area);
+                c.check(hal.context(), pipeline.gids(), args.port, &wc, &area);
             }
             let h = match reply {
                 Ok(h) => h,
@@ -1037,7 +1086,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
             let Some(s) = free.pop() else {
                 // Every send slot is busy: drop this reply (UD is unreliable).
                 st.failed_send += 1;
-                engine.release(&vp.hal, h);
+                release(&mut pipeline, h);
                 continue;
             };
             match vp.send(s, h.ah(), UdDest { qpn: wc.src_qp, qkey: args.qkey }, &payload) {
@@ -1050,7 +1099,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
                 Err(e) => {
                     st.failed_send += 1;
                     eprintln!("udah: reply to QPN {:#x}: {e}", wc.src_qp);
-                    engine.release(&vp.hal, h);
+                    release(&mut pipeline, h);
                     free.push(s);
                 }
             }
@@ -1060,7 +1109,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
         }
         if args.stats_interval > 0 && last.elapsed() >= Duration::from_secs(args.stats_interval) {
             last = Instant::now();
-            print_stats(&st, &engine, &vp.hal, start.elapsed());
+            print_stats(&st, &pipeline, start.elapsed());
         }
     }
     if let Some((line, _)) = &fault {
@@ -1068,15 +1117,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsError> {
     } else if stop.load(Ordering::Relaxed) {
         println!("stopped by a signal");
     }
-    print_stats(&st, &engine, &vp.hal, start.elapsed());
-    let retired = engine.shutdown(&vp.hal, in_flight.into_iter().flatten());
-    let live = vp.hal.stats().live_ahs;
+    print_stats(&st, &pipeline, start.elapsed());
+    let retired = shutdown(&mut pipeline, in_flight.into_iter().flatten());
+    let live = hal.stats().live_ahs;
     if fault.is_some() || live != 0 {
-        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", vp.hal.device());
+        println!("shutdown: {retired} AH(s) retired, {live} left alive before closing {}", hal.device());
     }
     if let Some((_, code)) = fault {
-        // `vp` (QP, CQs, MRs, the backend's PD and context) drops on return,
-        // after every AH is gone.
+        // The pipeline, then `vp` (QP, CQs, MRs), then the backend (its PD
+        // and context) drop on return, after every AH is gone.
         return Ok(ExitCode::from(code));
     }
     if let Some(p) = peer {
@@ -1105,9 +1154,10 @@ fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
 }
 
 #[cfg(feature = "ibverbs")]
-fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Duration) {
-    let t = engine.table().stats_exact();
-    let h = hal.stats();
+fn print_stats(st: &Stats, pipeline: &Pipeline<'_, IbverbsHal>, el: Duration) {
+    let t = pipeline.cache().table().stats_exact();
+    let p = pipeline.stats();
+    let h = pipeline.backend().stats();
     println!(
         "received {}, answered {}, failed: completion {} AH {} send {} send-error {}; AH table: {} hits {} misses \
          {} creates {} live, {} retired by GID changes ({} re-snapshots, GID generation {}); events {}; {:.1} s, \
@@ -1122,9 +1172,9 @@ fn print_stats(st: &Stats, engine: &Engine<IbverbsHal>, hal: &IbverbsHal, el: Du
         t.misses,
         t.creates,
         t.live,
-        engine.retired,
-        engine.resnapshots,
-        engine.gids().generation(),
+        p.retired,
+        p.resnapshots,
+        pipeline.gids().generation(),
         h.events,
         el.as_secs_f64(),
         st.answered as f64 / el.as_secs_f64().max(1e-9)
@@ -1136,7 +1186,6 @@ mod tests {
     use super::*;
     use core::cell::Cell;
     use udah_core::GidEntry;
-    use udah_core::ah::IbvWc;
     use udah_core::hal::{ErrorKind, ErrorType, L2Info, PortInfo};
 
     /// A backend with one RoCE v2 GID whose value can change.
@@ -1146,6 +1195,8 @@ mod tests {
         ip: Cell<[u8; 4]>,
         creates: Cell<u64>,
         destroys: Cell<u64>,
+        /// Makes `snapshot_gids` fail.
+        fail_snapshot: Cell<bool>,
     }
 
     impl ErrorType for OneGid {
@@ -1158,6 +1209,9 @@ mod tests {
             Ok(PortInfo::new(port, LinkLayer::Ethernet, 4))
         }
         fn snapshot_gids<const N: usize>(&self, port: u8, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
+            if self.fail_snapshot.get() {
+                return Err(ErrorKind::Other);
+            }
             *t = GidTable::new(port, LinkLayer::Ethernet, 4);
             t.set(1, GidEntry::new(Gid::from_ipv4(self.ip.get()), GidType::RoceV2)).map_err(|_| ErrorKind::Other)?;
             t.set_generation(self.generation.get());
@@ -1196,32 +1250,42 @@ mod tests {
         area
     }
 
+    fn p1() -> PortNum {
+        PortNum::new(1).unwrap()
+    }
+
     #[test]
-    fn engine_resolves_caches_and_retires_on_gid_change() {
+    fn pipeline_resolves_caches_and_retires_on_gid_change() {
         let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
         for stamp in [None, Some(Stamp::DEFAULT)] {
-            let mut e = Engine::new(&hal, 1, stamp).unwrap();
+            let mut p = pipeline(&hal, p1(), stamp).unwrap();
             let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
             let mut area = v4_area([10, 0, 0, 9], [10, 0, 0, 1]);
             if let Some(s) = stamp {
                 area[..20].copy_from_slice(s.bytes());
             }
             let creates = hal.creates.get();
-            let h1 = e.reply_ah(&hal, &wc, &area).unwrap();
-            e.release(&hal, h1);
-            let h2 = e.reply_ah(&hal, &wc, &area).unwrap();
-            e.release(&hal, h2);
+            let h1 = reply_ah(&mut p, &wc, &area).unwrap();
+            release(&mut p, h1);
+            let h2 = reply_ah(&mut p, &wc, &area).unwrap();
+            release(&mut p, h2);
             assert_eq!(hal.creates.get(), creates + 1, "second request hits the table");
-            assert!(e.table().stats_exact().hits >= 1);
+            assert!(p.cache().table().stats_exact().hits >= 1);
             // The local address moves: new generation, the old AH is retired.
             hal.ip.set([10, 0, 0, 2]);
             hal.generation.set(hal.generation.get() + 1);
-            let err = e.reply_ah(&hal, &wc, &area).unwrap_err();
+            let err = reply_ah(&mut p, &wc, &area).unwrap_err();
             assert!(
-                matches!(err, ServeError::Attr(libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, .. })),
+                matches!(
+                    err,
+                    ReplyError::Resolve(ResolveError::Profile(ProfileError::Libibverbs(libibverbs::IbvFailure {
+                        error: udah_core::IbvError::GidNotFound,
+                        ..
+                    })))
+                ),
                 "{err:?}"
             );
-            assert_eq!((e.resnapshots, e.retired), (1, 1));
+            assert_eq!((p.stats().resnapshots, p.stats().retired), (1, 1));
             let area2 = {
                 let mut a = v4_area([10, 0, 0, 9], [10, 0, 0, 2]);
                 if let Some(s) = stamp {
@@ -1229,34 +1293,54 @@ mod tests {
                 }
                 a
             };
-            let h3 = e.reply_ah(&hal, &wc, &area2).unwrap();
-            e.release(&hal, h3);
+            let h3 = reply_ah(&mut p, &wc, &area2).unwrap();
+            release(&mut p, h3);
             assert_eq!(hal.creates.get(), creates + 2);
-            assert_eq!(e.gids().generation(), hal.generation.get());
+            assert_eq!(p.gids().generation(), hal.generation.get());
             hal.ip.set([10, 0, 0, 1]);
             hal.generation.set(hal.generation.get() + 1);
         }
+    }
+
+    /// A failed re-snapshot answers nothing (the request is counted as not
+    /// answered, with the backend's error) and keeps the previous snapshot;
+    /// the next request tries again.
+    #[test]
+    fn a_failed_snapshot_refuses_the_request_and_retries() {
+        let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
+        let mut p = pipeline(&hal, p1(), None).unwrap();
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
+        let area = v4_area([10, 0, 0, 9], [10, 0, 0, 1]);
+        hal.fail_snapshot.set(true);
+        hal.generation.set(2);
+        let err = reply_ah(&mut p, &wc, &area).unwrap_err();
+        assert!(matches!(err, ReplyError::Snapshot(ErrorKind::Other)), "{err:?}");
+        assert_eq!((p.gids().generation(), p.stats().resnapshots, hal.creates.get()), (1, 0, 0));
+        hal.fail_snapshot.set(false);
+        let h = reply_ah(&mut p, &wc, &area).unwrap();
+        release(&mut p, h);
+        assert_eq!((p.gids().generation(), p.stats().resnapshots, hal.creates.get()), (2, 1, 1));
     }
 
     /// The fault/exit path: handles still in flight are given back and
     /// every AH in the table is destroyed, so none is left when the device
     /// is closed.
     #[test]
-    fn engine_shutdown_destroys_every_ah() {
+    fn pipeline_shutdown_destroys_every_ah() {
         let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
-        let mut e = Engine::new(&hal, 1, None).unwrap();
+        let mut p = pipeline(&hal, p1(), None).unwrap();
         let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: 7, ..IbvWc::default() };
-        let idle = e.reply_ah(&hal, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
-        e.release(&hal, idle);
+        let idle = reply_ah(&mut p, &wc, &v4_area([10, 0, 0, 9], [10, 0, 0, 1])).unwrap();
+        release(&mut p, idle);
         let held: Vec<_> = [[10, 0, 0, 10], [10, 0, 0, 11]]
-            .map(|src| e.reply_ah(&hal, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
+            .map(|src| reply_ah(&mut p, &wc, &v4_area(src, [10, 0, 0, 1])).unwrap())
             .into();
         assert_eq!((hal.creates.get(), hal.destroys.get()), (3, 0));
-        assert_eq!(e.shutdown(&hal, held), 3);
+        assert_eq!(shutdown(&mut p, held), 3);
         assert_eq!(hal.destroys.get(), 3, "every AH destroyed");
-        assert_eq!(e.table().stats().live, 0);
+        assert_eq!(p.cache().table().stats().live, 0);
         // Nothing left to retire a second time.
-        assert_eq!(e.shutdown(&hal, Vec::new()), 0);
+        assert_eq!(shutdown(&mut p, Vec::new()), 0);
         assert_eq!(hal.destroys.get(), 3);
     }
 
@@ -1290,6 +1374,19 @@ mod tests {
             c.line(),
             "check-libibverbs: 2 compared, 1 mismatches; udah 1000 ns/WC, libibverbs 25000 ns/WC, ratio 25.0"
         );
+    }
+
+    /// The reasons serve prints for an unanswered request.
+    #[test]
+    #[cfg(feature = "ibverbs")]
+    fn reply_errors_read_as_before() {
+        let fail = libibverbs::IbvFailure { error: udah_core::IbvError::GidNotFound, attr: IbvAhAttr::default() };
+        let profile = ReplyError::<VerbsError>::Resolve(ResolveError::Profile(ProfileError::Libibverbs(fail)));
+        assert_eq!(profile.to_string(), format!("AH attribute: {}", udah_core::IbvError::GidNotFound));
+        let table = ReplyError::<VerbsError>::Resolve(ResolveError::Table(udah_core::table::TableError::Full));
+        assert_eq!(table.to_string(), "AH table: AH table window full of referenced entries");
+        let snapshot = ReplyError::Snapshot(VerbsError::UnknownAh(7));
+        assert_eq!(snapshot.to_string(), format!("GID snapshot: {}", VerbsError::UnknownAh(7)));
     }
 
     #[test]
