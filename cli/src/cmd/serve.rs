@@ -458,12 +458,18 @@ pub(crate) fn config(stamp: Option<Stamp>) -> Config {
 }
 
 #[cfg(any(feature = "ibverbs", test))]
-/// The pipeline on `port` of `hal`, with a first GID snapshot.
+/// The pipeline on `port` of `hal`, with a first GID snapshot. Its AH table
+/// is keyed with a random seed: serve answers whoever writes to it, and a
+/// sender who knew the seed could craft source GIDs that all land in the
+/// same windows and push the other peers out ([`AhTable::with_seed`]).
+/// (`RandomState`'s keys come from the OS's random source.)
 pub(crate) fn pipeline<H: Hal>(hal: &H, port: PortNum, stamp: Option<Stamp>) -> Result<Box<Pipeline<'_, H>>, H::Error>
 where
     H::Ah: AhToken,
 {
-    Responder::new(Shared::new(hal, Box::new(AhTable::new())), port, config(stamp)).map(Box::new)
+    use core::hash::BuildHasher;
+    let seed = std::hash::RandomState::new().hash_one(0x7564_6168_u64);
+    Responder::new(Shared::new(hal, Box::new(AhTable::with_seed(seed))), port, config(stamp)).map(Box::new)
 }
 
 #[cfg(any(feature = "ibverbs", test))]
