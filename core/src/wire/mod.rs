@@ -28,7 +28,7 @@ pub mod ipv4;
 pub mod lrh;
 pub mod view;
 
-pub use detect::{Detection, Evidence, HeaderVersion, NetworkType, Stamp};
+pub use detect::{Classifier, Detection, Evidence, HeaderVersion, Heuristic, NetworkType, Stamp};
 pub use gid::Gid;
 pub use grh::GrhRepr;
 pub use ipv4::Ipv4Repr;
