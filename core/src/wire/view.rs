@@ -24,7 +24,7 @@
 //! ```
 
 use super::detect::{self, Classifier};
-use super::{Area, grh, ipv4};
+use super::{Area, grh, ipv4, le64, octet};
 
 /// Bytes 8..12 of an IPv4-mapped GID (`00 00 ff ff`) as the lower half of
 /// the second GID word; the address is its upper half.
@@ -67,20 +67,6 @@ pub struct View {
     pub is6: bool,
 }
 
-/// The 8 bytes of `area` at `at` as a little-endian integer (so that the
-/// integer's bytes in memory order are the area's). `at` is a constant at
-/// every call: the bounds check folds away.
-#[inline(always)]
-fn le64(area: &Area, at: usize) -> u64 {
-    area.get(at..).and_then(|s| s.first_chunk::<8>()).map_or(0, |b| u64::from_le_bytes(*b))
-}
-
-/// The byte of `area` at `at`, a constant at every call.
-#[inline(always)]
-fn byte(area: &Area, at: usize) -> u8 {
-    area.get(at).copied().unwrap_or(0)
-}
-
 impl View {
     /// Reads every field with constant offsets: no branch, no check left
     /// (the field offsets are those of [`grh::field`] and
@@ -102,16 +88,16 @@ impl View {
         let w32 = le64(area, grh::field::DGID.start + 8);
         // Single bytes, not wider loads: the checksum's loads of the IPv4
         // header stay as they are.
-        let tos = byte(area, ipv4::OFFSET + ipv4::field::TOS);
-        let ttl = byte(area, ipv4::OFFSET + ipv4::field::TTL);
+        let tos = octet(area, ipv4::OFFSET + ipv4::field::TOS);
+        let ttl = octet(area, ipv4::OFFSET + ipv4::field::TTL);
         let (sgid, dgid_hi) = (
             (le64(area, grh::field::SGID.start), le64(area, grh::field::SGID.start + 8)),
             le64(area, grh::field::DGID.start),
         );
         View {
             w0: (w0 as u32).swap_bytes(),
-            next_header: byte(area, grh::field::NEXT_HEADER),
-            hop_limit: byte(area, grh::field::HOP_LIMIT),
+            next_header: octet(area, grh::field::NEXT_HEADER),
+            hop_limit: octet(area, grh::field::HOP_LIMIT),
             sgid,
             dgid: (dgid_hi, w32),
             tos,
