@@ -28,7 +28,7 @@ use crate::error::KernelError;
 use crate::gid_table::{GidTable, GidType, LinkLayer};
 use crate::wire::gid::SA_WELL_KNOWN_INTERFACE_ID;
 use crate::wire::view::{self, View};
-use crate::wire::{Area, Classifier, Evidence, Gid, HeaderVersion, Heuristic, NetworkType, detect, grh};
+use crate::wire::{Area, Classifier, Evidence, Gid, Heuristic, NetworkType, grh};
 
 /// A failed call: the error and the attribute as the kernel leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,15 +50,15 @@ impl core::error::Error for KernelFailure {}
 /// The result of [`init_ah_attr_from_wc`].
 pub type KernelResult = Result<RdmaAhAttr, KernelFailure>;
 
-/// The kernel's `ib_get_net_type_by_grh` for a RoCE port.
+/// The kernel's `ib_get_net_type_by_grh` for a RoCE port (the area read
+/// once, [`View`]).
 #[inline]
 pub fn net_type_by_grh(area: &Area) -> NetworkType {
-    let v = detect::version_kernel(area);
-    let udp = grh::next_header(area) == grh::NEXT_HDR_UDP;
+    let v = View::read(area, Some(Classifier { heuristic: Heuristic::Kernel, evidence: Evidence::None }));
     core::hint::select_unpredictable(
-        v == HeaderVersion::Ipv4,
+        v.is4,
         NetworkType::Ipv4,
-        core::hint::select_unpredictable(udp, NetworkType::Ipv6, NetworkType::RoceV1),
+        core::hint::select_unpredictable(v.next_header == grh::NEXT_HDR_UDP, NetworkType::Ipv6, NetworkType::RoceV1),
     )
 }
 
@@ -72,7 +72,7 @@ pub fn init_ah_attr_from_wc<const N: usize>(table: &GidTable<N>, wc: &KernelWc, 
 
 /// [`init_ah_attr_from_wc`] where, on a RoCE port whose completion does not
 /// report the network type, the type comes from `evidence` through the strict
-/// [`detect::detect`] instead of the heuristic. `Evidence::None` is exactly
+/// [`detect`](crate::wire::detect::detect) instead of the heuristic. `Evidence::None` is exactly
 /// the kernel.
 pub fn init_ah_attr_from_wc_with<const N: usize>(
     table: &GidTable<N>,
