@@ -1,114 +1,100 @@
 # udah_asm_detect, rustc 1.95.0 (59807616e 2026-04-14)
-	pushq %rbp
-	pushq %r15
-	pushq %r14
-	pushq %r13
-	pushq %r12
-	pushq %rbx
-	movzbl (%rdi), %r15d
-	movzbl 6(%rdi), %r8d
-	movzbl 20(%rdi), %eax
-	movb %al, -1(%rsp)
-	movl 20(%rdi), %r11d
-	movl 24(%rdi), %r10d
-	movzwl 28(%rdi), %r9d
-	movl 32(%rdi), %r14d
-	movl 36(%rdi), %ebx
-	movzwl 30(%rdi), %edx
-	movzbl (%rsi), %ecx
-	testl %ecx, %ecx
+	movzbl (%rsi), %eax
+	testl %eax, %eax
 	je .L0
-	cmpl $1, %ecx
+	movq 1(%rsi), %rdx
+	cmpl $1, %eax
 	jne .L1
-	movzbl 1(%rsi), %edi
-	cmpb $2, %dil
-	sete %sil
-	setb %bpl
-	cmpb $3, %dil
-	sete %dil
+	cmpb $2, %dl
+	sete %cl
+	setb %sil
+	cmpb $3, %dl
+	sete %dl
 	jmp .L2
 .L0:
-	movb $1, %dil
-	movb $1, %bpl
+	movb $1, %dl
 	movb $1, %sil
+	movb $1, %cl
 	jmp .L2
 .L1:
-	movq (%rdi), %r12
-	movq 8(%rdi), %r13
-	movl 16(%rdi), %ebp
-	movq 9(%rsi), %rdi
-	xorq %r13, %rdi
-	movq 1(%rsi), %rax
-	xorq %r12, %rax
+	movq (%rdi), %rcx
+	movq 8(%rdi), %r8
+	movl 16(%rdi), %r9d
+	movq 9(%rsi), %r10
+	xorq %r8, %r10
+	xorq %rcx, %rdx
 	movl 17(%rsi), %esi
-	xorl %ebp, %esi
-	orq %rax, %rsi
-	orq %rdi, %rsi
-	setne %dil
-	sete %al
-	orq %rbp, %r12
-	orq %r13, %r12
+	xorl %r9d, %esi
+	orq %rdx, %rsi
+	orq %r10, %rsi
+	setne %dl
 	sete %sil
-	orb %al, %sil
-	movl %edi, %ebp
+	orq %r9, %rcx
+	orq %r8, %rcx
+	sete %cl
+	orb %sil, %cl
+	movl %edx, %esi
 .L2:
-	andb $-16, %r15b
-	cmpb $96, %r15b
-	sete %r13b
-	cmpb $27, %r8b
-	sete %r12b
-	andb %r13b, %r12b
-	movb $2, %r15b
-	subb %r12b, %r15b
-	addq %r11, %r10
-	addq %r14, %r9
-	addq %r10, %r9
-	addq %rbx, %r9
-	movzwl %r9w, %eax
-	shrq $16, %r9
-	addq %rax, %r9
-	movzwl %r9w, %eax
-	shrq $16, %r9
-	addl %eax, %r9d
-	movl %r9d, %eax
-	shrl $16, %eax
-	addl %r9d, %eax
-	cmpb $17, %r8b
-	sete %r9b
-	andb %r13b, %r9b
-	movl %r12d, %r10d
-	orb %r9b, %r10b
-	xorl %r8d, %r8d
-	cmpb $69, -1(%rsp)
+	pushq %rbx
+	movzbl (%rdi), %r8d
+	andb $-16, %r8b
+	cmpb $96, %r8b
 	sete %r8b
-	xorl %eax, %edx
-	cmpw $-1, %dx
-	sete %al
-	andb %r8b, %al
-	testb %cl, %cl
-	setne %cl
-	movzbl %al, %eax
-	cmovel %eax, %r8d
-	andb %bpl, %r12b
-	andb %dil, %r9b
-	orb %r12b, %r9b
-	orb %r10b, %cl
-	orb %cl, %al
-	xorb $5, %al
-	leal 3(%r9), %ecx
-	movzbl %al, %eax
-	movzbl %r15b, %edx
+	movl 20(%rdi), %r9d
+	movl 24(%rdi), %r10d
+	addq %r9, %r10
+	movzwl 28(%rdi), %r9d
+	movl 32(%rdi), %r11d
+	addq %r9, %r11
+	addq %r10, %r11
+	movl 36(%rdi), %r9d
+	addq %r11, %r9
+	movzwl %r9w, %r10d
+	shrq $16, %r9
+	addq %r10, %r9
+	movzwl %r9w, %r10d
+	shrq $16, %r9
+	addl %r10d, %r9d
+	movl %r9d, %r10d
+	shrl $16, %r10d
+	addl %r9d, %r10d
+	xorw 30(%rdi), %r10w
+	movzbl 6(%rdi), %r9d
+	cmpw $-1, %r10w
+	sete %r10b
+	cmpb $27, %r9b
+	sete %r11b
+	andb %r8b, %r11b
+	cmpb $17, %r9b
+	sete %r9b
+	andb %r8b, %r9b
+	xorl %r8d, %r8d
+	cmpb $69, 20(%rdi)
+	sete %r8b
+	andb %r8b, %r10b
+	movl %r11d, %edi
+	orb %r9b, %dil
+	movb $2, %bl
+	subb %r11b, %bl
+	testb %al, %al
+	setne %al
+	movzbl %r10b, %r10d
+	cmovel %r10d, %r8d
+	andb %sil, %r11b
+	andb %dl, %r9b
+	orb %r11b, %r9b
+	orb %dil, %al
+	orb %al, %r10b
+	xorb $5, %r10b
+	leal 3(%r9), %eax
+	movzbl %r10b, %edx
+	movzbl %bl, %esi
 	testb %r9b, %r9b
-	cmovel %eax, %edx
-	movzbl %cl, %eax
-	testb %sil, %sil
-	cmovel %edx, %eax
+	cmovel %edx, %esi
+	movzbl %al, %eax
 	testb %r8b, %r8b
-	cmovel %edx, %eax
+	cmovel %esi, %eax
+	testb %cl, %cl
+	cmovel %esi, %eax
 	popq %rbx
-	popq %r12
-	popq %r13
-	popq %r14
-	popq %r15
-	popq %rbp
 	retq

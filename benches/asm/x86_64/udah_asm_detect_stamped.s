@@ -1,43 +1,41 @@
 # udah_asm_detect_stamped, rustc 1.95.0 (59807616e 2026-04-14)
 	pushq %rbp
-	pushq %r14
 	pushq %rbx
-	movzbl (%rdi), %eax
-	movzbl 6(%rdi), %r11d
-	andb $-16, %al
-	cmpb $96, %al
-	sete %r10b
-	cmpb $27, %r11b
-	sete %bl
-	movl %r10d, %ecx
-	andb %bl, %cl
-	movb $2, %al
-	subb %cl, %al
 	movq (%rdi), %rcx
 	movq 8(%rdi), %rdx
 	movl 16(%rdi), %r8d
-	movq 8(%rsi), %r9
-	xorq %rdx, %r9
-	movq (%rsi), %r14
-	xorq %rcx, %r14
+	movq 8(%rsi), %rax
+	xorq %rdx, %rax
+	movq (%rsi), %r9
+	xorq %rcx, %r9
 	movl 16(%rsi), %esi
 	xorl %r8d, %esi
-	orq %r14, %rsi
-	movq %rsi, %r14
-	orq %r9, %r14
-	setne %bpl
+	orq %r9, %rsi
+	movq %rsi, %r9
+	orq %rax, %r9
+	setne %r9b
+	movl %ecx, %r10d
+	andl $240, %r10d
+	cmpl $96, %r10d
+	sete %r10b
+	movzbl 6(%rdi), %r11d
+	cmpb $27, %r11b
+	sete %bl
+	andb %r10b, %bl
 	cmpb $17, %r11b
 	sete %r11b
-	orb %bl, %r11b
+	movb $2, %bpl
+	subb %bl, %bpl
 	andb %r10b, %r11b
-	andb %bpl, %r11b
-	movzbl %al, %eax
+	orb %bl, %r11b
+	andb %r9b, %r11b
+	movzbl %bpl, %r9d
 	testb %r11b, %r11b
 	movl $4, %r10d
-	cmovnel %eax, %r10d
-	leal 3(%r11), %eax
-	orq %r9, %rsi
-	movzbl %al, %esi
+	cmovnel %r9d, %r10d
+	leal 3(%r11), %r9d
+	orq %rax, %rsi
+	movzbl %r9b, %esi
 	movl %r10d, %eax
 	cmovel %esi, %eax
 	orq %r8, %rcx
@@ -46,6 +44,5 @@
 	cmpb $69, 20(%rdi)
 	cmovnel %r10d, %eax
 	popq %rbx
-	popq %r14
 	popq %rbp
 	retq

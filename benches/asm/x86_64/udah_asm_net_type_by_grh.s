@@ -1,38 +1,38 @@
 # udah_asm_net_type_by_grh, rustc 1.95.0 (59807616e 2026-04-14)
-	movl 20(%rdi), %eax
-	movl 24(%rdi), %ecx
-	movzwl 28(%rdi), %edx
-	movl 32(%rdi), %esi
-	addq %rdx, %rsi
-	movl 36(%rdi), %edx
-	addq %rax, %rcx
-	addq %rsi, %rcx
-	addq %rdx, %rcx
-	movzwl %cx, %edx
-	shrq $16, %rcx
-	addq %rdx, %rcx
-	movzwl %cx, %edx
-	shrq $16, %rcx
-	addl %edx, %ecx
-	movl %ecx, %edx
-	shrl $16, %edx
-	addl %ecx, %edx
-	xorw 30(%rdi), %dx
-	cmpw $-1, %dx
-	sete %cl
-	movzbl (%rdi), %edx
-	andb $-16, %dl
-	movl %eax, %esi
+	movzbl (%rdi), %eax
+	movl 20(%rdi), %ecx
+	movl 24(%rdi), %edx
+	movzwl 28(%rdi), %esi
+	movl 32(%rdi), %r8d
+	addq %rsi, %r8
+	movl 36(%rdi), %esi
+	addq %rcx, %rdx
+	addq %r8, %rdx
+	addq %rsi, %rdx
+	movzwl %dx, %esi
+	shrq $16, %rdx
+	addq %rsi, %rdx
+	movzwl %dx, %esi
+	shrq $16, %rdx
+	addl %esi, %edx
+	movl %edx, %esi
+	shrl $16, %esi
+	addl %edx, %esi
+	xorw 30(%rdi), %si
+	andb $-16, %al
+	cmpw $-1, %si
+	sete %dl
+	movl %ecx, %esi
 	andb $-16, %sil
 	xorl %r8d, %r8d
 	cmpb $64, %sil
 	sete %r8b
-	andb $15, %al
-	cmpb $5, %al
-	sete %al
-	andb %cl, %al
-	cmpb $96, %dl
-	movzbl %al, %eax
+	andb $15, %cl
+	cmpb $5, %cl
+	sete %cl
+	andb %dl, %cl
+	cmpb $96, %al
+	movzbl %cl, %eax
 	cmovel %eax, %r8d
 	cmpb $17, 6(%rdi)
 	sete %al

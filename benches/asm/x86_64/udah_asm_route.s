@@ -2,92 +2,92 @@
 	pushq %rbp
 	pushq %r15
 	pushq %r14
-	pushq %r12
 	pushq %rbx
-	movzwl 28(%rsi), %ecx
-	movq 20(%rsi), %xmm0
+	movzbl (%rsi), %r8d
+	andb $-16, %r8b
+	movzwl 20(%rsi), %ecx
+	movq 22(%rsi), %xmm0
 	pxor %xmm1, %xmm1
 	punpcklwd %xmm1, %xmm0
 	movq 32(%rsi), %rax
 	movq %rax, %xmm2
 	punpcklwd %xmm1, %xmm2
-	paddd %xmm0, %xmm2
-	pshufd $238, %xmm2, %xmm0
-	paddd %xmm2, %xmm0
-	pshufd $85, %xmm0, %xmm1
+	pshufd $238, %xmm2, %xmm1
+	paddd %xmm2, %xmm1
+	pshufd $85, %xmm1, %xmm2
+	paddd %xmm1, %xmm2
+	movd %xmm2, %edx
+	pshufd $238, %xmm0, %xmm1
 	paddd %xmm0, %xmm1
-	movd %xmm1, %edx
-	addl %ecx, %edx
-	movl %edx, %r8d
-	shrl $16, %r8d
-	addl %edx, %r8d
-	xorw 30(%rsi), %r8w
-	movzwl 20(%rsi), %ecx
-	cmpw $-1, %r8w
-	sete %dl
-	movzbl (%rsi), %r9d
-	andb $-16, %r9b
+	pshufd $85, %xmm1, %xmm0
+	paddd %xmm1, %xmm0
+	movd %xmm0, %r9d
+	addl %ecx, %r9d
+	addl %edx, %r9d
+	movl %r9d, %edx
+	shrl $16, %edx
+	addl %r9d, %edx
+	xorw 30(%rsi), %dx
+	cmpw $-1, %dx
+	sete %r9b
 	movl %ecx, %r10d
 	andb $-16, %r10b
-	xorl %r8d, %r8d
+	xorl %edx, %edx
 	cmpb $64, %r10b
-	sete %r8b
-	movl %ecx, %r10d
-	andb $15, %r10b
-	cmpb $5, %r10b
+	sete %dl
+	andb $15, %cl
+	cmpb $5, %cl
 	sete %r10b
-	andb %dl, %r10b
-	cmpb $96, %r9b
-	sete %r14b
-	movzbl %r10b, %r15d
-	cmovel %r15d, %r8d
-	xorb $1, %r15b
-	movq (%rsi), %rdx
-	movq 24(%rsi), %r9
-	movq %rdx, %r12
-	shrq $48, %r12
-	movq %rdx, %r11
-	shrq $56, %r11
-	shrl $8, %ecx
-	movq %r9, %r10
-	shrq $32, %r10
-	cmpb $17, %r12b
-	sete %bl
-	cmpb $27, %r12b
+	andb %r9b, %r10b
+	cmpb $96, %r8b
 	sete %bpl
-	orb %bl, %bpl
-	andb %r14b, %bpl
-	andb %r15b, %bpl
-	orb %r8b, %bpl
-	orb %r8b, %bl
-	movabsq $-4294967296, %r14
-	andq %rax, %r14
-	movl $4294901760, %r12d
-	orq %r12, %r14
-	movq %rax, %r15
-	shlq $32, %r15
-	orq %r12, %r15
-	bswapl %edx
-	shrl $20, %edx
-	xorl %r12d, %r12d
-	testb %r8b, %r8b
-	cmovneq %r12, %r9
-	cmoveq 8(%rsi), %r12
-	cmoveq 16(%rsi), %r15
-	cmoveq %rax, %r14
-	cmoveq %r11, %r10
+	movzbl %r10b, %r11d
+	cmovel %r11d, %edx
+	xorb $1, %r11b
+	movq (%rsi), %r14
+	movl %r14d, %r8d
+	movq %r14, %r15
+	shrq $48, %r15
+	shrq $56, %r14
+	movq %rax, %r9
+	shlq $32, %r9
+	movl $4294901760, %ebx
+	orq %rbx, %r9
+	movabsq $-4294967296, %r10
+	andq %rax, %r10
+	orq %rbx, %r10
+	cmpb $17, %r15b
+	sete %bl
+	cmpb $27, %r15b
+	sete %r15b
+	orb %bl, %r15b
+	andb %bpl, %r15b
+	movzbl 28(%rsi), %ebp
+	bswapl %r8d
+	andb %r11b, %r15b
+	movb %bpl, %cl
+	shrl $12, %r8d
+	andl $65280, %r8d
+	orl %r14d, %r8d
+	orb %dl, %r15b
+	orb %dl, %bl
+	xorl %r11d, %r11d
+	testb %dl, %dl
+	cmovnel %ecx, %r8d
+	movq 24(%rsi), %rcx
+	cmovneq %r11, %rcx
+	cmoveq %rax, %r10
+	cmoveq 8(%rsi), %r11
 	movq %rdi, %rax
-	cmovnel %ecx, %edx
-	movb %bpl, 32(%rdi)
+	cmoveq 16(%rsi), %r9
+	movb %r15b, 32(%rdi)
 	movb %bl, 33(%rdi)
-	movq %r9, (%rdi)
-	movq %r14, 8(%rdi)
-	movq %r12, 16(%rdi)
-	movq %r15, 24(%rdi)
-	movb %r10b, 34(%rdi)
-	movb %dl, 35(%rdi)
+	movq %rcx, (%rdi)
+	movq %r10, 8(%rdi)
+	movq %r11, 16(%rdi)
+	movq %r9, 24(%rdi)
+	movw %r8w, 34(%rdi)
 	popq %rbx
-	popq %r12
 	popq %r14
 	popq %r15
 	popq %rbp

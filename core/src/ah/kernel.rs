@@ -27,7 +27,8 @@ use crate::attr::{AttrWords, word2, word3};
 use crate::error::KernelError;
 use crate::gid_table::{GidTable, GidType, LinkLayer};
 use crate::wire::gid::SA_WELL_KNOWN_INTERFACE_ID;
-use crate::wire::{Area, Detection, Evidence, Gid, HeaderVersion, NetworkType, View, detect, grh, ipv4, view};
+use crate::wire::view::{self, View};
+use crate::wire::{Area, Classifier, Evidence, Gid, Heuristic, NetworkType, grh};
 
 /// A failed call: the error and the attribute as the kernel leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,15 +50,15 @@ impl core::error::Error for KernelFailure {}
 /// The result of [`init_ah_attr_from_wc`].
 pub type KernelResult = Result<RdmaAhAttr, KernelFailure>;
 
-/// The kernel's `ib_get_net_type_by_grh` for a RoCE port.
+/// The kernel's `ib_get_net_type_by_grh` for a RoCE port (the area read
+/// once, [`View`]).
 #[inline]
 pub fn net_type_by_grh(area: &Area) -> NetworkType {
-    let v = detect::version_kernel(area);
-    let udp = grh::next_header(area) == grh::NEXT_HDR_UDP;
+    let v = View::read(area, Some(Classifier { heuristic: Heuristic::Kernel, evidence: Evidence::None }));
     core::hint::select_unpredictable(
-        v == HeaderVersion::Ipv4,
+        v.is4,
         NetworkType::Ipv4,
-        core::hint::select_unpredictable(udp, NetworkType::Ipv6, NetworkType::RoceV1),
+        core::hint::select_unpredictable(v.next_header == grh::NEXT_HDR_UDP, NetworkType::Ipv6, NetworkType::RoceV1),
     )
 }
 
@@ -71,7 +72,7 @@ pub fn init_ah_attr_from_wc<const N: usize>(table: &GidTable<N>, wc: &KernelWc, 
 
 /// [`init_ah_attr_from_wc`] where, on a RoCE port whose completion does not
 /// report the network type, the type comes from `evidence` through the strict
-/// [`detect::detect`] instead of the heuristic. `Evidence::None` is exactly
+/// [`detect`](crate::wire::detect::detect) instead of the heuristic. `Evidence::None` is exactly
 /// the kernel.
 pub fn init_ah_attr_from_wc_with<const N: usize>(
     table: &GidTable<N>,
@@ -79,6 +80,21 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
     area: Option<&Area>,
     evidence: Evidence,
 ) -> KernelResult {
+    mirror(table, wc, area.map(|a| read(table, wc, a, evidence)).as_ref(), evidence)
+}
+
+/// The area read once, in `wire`, with the header type where the kernel
+/// takes it from the bytes: on a RoCE port whose completion does not report
+/// the network type.
+#[inline(always)]
+fn read<const N: usize>(table: &GidTable<N>, wc: &KernelWc, area: &Area, evidence: Evidence) -> View {
+    let by_bytes = table.link_layer() == LinkLayer::Ethernet && wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE == 0;
+    View::read(area, by_bytes.then_some(Classifier { heuristic: Heuristic::Kernel, evidence }))
+}
+
+/// The body of [`init_ah_attr_from_wc_with`], on the area's [`View`]
+/// (`None`: a NULL `grh`) read with `evidence`.
+fn mirror<const N: usize>(table: &GidTable<N>, wc: &KernelWc, view: Option<&View>, evidence: Evidence) -> KernelResult {
     let ah_type = match table.link_layer() {
         LinkLayer::Ethernet => AhType::Roce,
         LinkLayer::Infiniband => AhType::Ib,
@@ -104,8 +120,8 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
             None => return fail(KernelError::InvalidNetworkType(wc.network_hdr_type), attr),
         }
     } else {
-        let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
-        match net_type_with(a, evidence) {
+        let Some(v) = view else { return fail(KernelError::MissingGrh, attr) };
+        match net_type_of(v, evidence) {
             Some(t) => t,
             None => return fail(KernelError::AmbiguousHeader, attr),
         }
@@ -113,23 +129,19 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
     let gid_type = gid_type_of(net_type);
 
     // Step 3: the two GIDs (remote = packet source, local = packet destination).
-    let Some(a) = area else { return fail(KernelError::MissingGrh, attr) };
-    let (remote, local) = if net_type == NetworkType::Ipv4 {
-        let [_, _, _, _, _, _, _, _, _, _, _, _, s0, s1, s2, s3, d0, d1, d2, d3] = *ipv4::header(a);
-        (Gid::from_ipv4([s0, s1, s2, s3]), Gid::from_ipv4([d0, d1, d2, d3]))
-    } else {
-        (grh::sgid(a), grh::dgid(a))
-    };
+    let Some(v) = view else { return fail(KernelError::MissingGrh, attr) };
+    let (remote, local) = if net_type == NetworkType::Ipv4 { (v.src4, v.dst4) } else { (v.sgid, v.dgid) };
+    let (remote, local) = (Gid::from_words(remote.0, remote.1), Gid::from_words(local.0, local.1));
 
     // Step 4.
     attr.sl = wc.sl;
     attr.port_num = u32::from(table.port_num());
     let grh_filled = |index: u32| RdmaGlobalRoute {
         dgid: remote,
-        flow_label: grh::flow_label(a),
+        flow_label: v.flow_label(),
         sgid_index: index as u8,
         hop_limit: HopLimit::Value(0xff),
-        traffic_class: grh::traffic_class(a),
+        traffic_class: v.traffic_class(),
         sgid_attr_index: Some(index),
     };
 
@@ -182,20 +194,22 @@ pub fn init_ah_attr_from_wc_with<const N: usize>(
     }
 }
 
-/// The network type of a RoCE completion that does not report one: the
-/// kernel's heuristic ([`net_type_by_grh`]) for [`Evidence::None`], else the
-/// strict [`detect::detect`] with `evidence` (`None`: the evidence and the
-/// bytes disagree, or nothing fits).
+/// The network type of a RoCE completion that does not report one, from
+/// the area's view: for [`Evidence::None`] the kernel's heuristic
+/// ([`net_type_by_grh`]: IPv4, else the next header decides, also for the
+/// version "neither"); else the strict
+/// [`detect`](crate::wire::detect::detect) with `evidence` (`None`: the
+/// evidence and the bytes disagree, or nothing fits).
 #[inline(always)]
-fn net_type_with(area: &Area, evidence: Evidence) -> Option<NetworkType> {
-    match evidence {
-        Evidence::None => Some(net_type_by_grh(area)),
-        ev => match detect::detect(area, ev) {
-            Detection::Ipv4 => Some(NetworkType::Ipv4),
-            Detection::Ipv6 => Some(NetworkType::Ipv6),
-            Detection::Grh => Some(NetworkType::RoceV1),
-            Detection::Ambiguous | Detection::Unrecognized => None,
-        },
+fn net_type_of(v: &View, evidence: Evidence) -> Option<NetworkType> {
+    let by_nh =
+        core::hint::select_unpredictable(v.next_header == grh::NEXT_HDR_UDP, NetworkType::Ipv6, NetworkType::RoceV1);
+    if v.is4 {
+        Some(NetworkType::Ipv4)
+    } else if v.is6 | matches!(evidence, Evidence::None) {
+        Some(by_nh)
+    } else {
+        None
     }
 }
 
@@ -218,9 +232,12 @@ const fn gid_type_of(net_type: NetworkType) -> GidType {
 ///
 /// The common case, a completion whose local GID is in the table (and, on
 /// RoCE, whose address families agree), is one pass: the area read once
-/// ([`View`]), the network type, one search, the words. Everything else
+/// ([`View`], the header type included), the network type, one search, the
+/// words; nothing after the read goes back to the area. Everything else
 /// (every failure, the SA well-known GID, an SL above 15) goes out of line
-/// to [`init_ah_attr_from_wc_with`], which decides it.
+/// to [`init_ah_attr_from_wc_with`], which decides it from a read of its
+/// own (keeping the view alive across the search for it would cost the hot
+/// path its registers).
 #[inline(always)]
 pub fn words<const N: usize>(
     table: &GidTable<N>,
@@ -251,7 +268,8 @@ fn hot<const N: usize>(
     if port == 0 || wc.sl > 15 {
         return None;
     }
-    let v = View::read(area);
+    // The area read once, in `wire`; the hot path goes on with the view.
+    let v = &read(table, wc, area, evidence);
     let grh = wc.wc_flags & IB_WC_GRH != 0;
     let (remote, local, gid_type, vlan, dlid, path_bits) = match table.link_layer() {
         LinkLayer::Ethernet => {
@@ -261,7 +279,7 @@ fn hot<const N: usize>(
             let net_type = if wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE != 0 {
                 NetworkType::from_raw(wc.network_hdr_type)?
             } else {
-                net_type_with(area, evidence)?
+                net_type_of(v, evidence)?
             };
             let is4 = net_type == NetworkType::Ipv4;
             let remote = if is4 { v.src4 } else { v.sgid };

@@ -31,11 +31,13 @@
 //! [`init_ah_from_wc`] is built for the common case, a packet from a peer
 //! whose destination is one of the port's own addresses, and finishes it in
 //! about 140 instructions (`benches/gates.toml`): the generic fields, the
-//! `IBV_WC_GRH` test, a lean branch-free classifier (the flags and fields of
+//! `IBV_WC_GRH` test, one read of the area in `wire` ([`View`], the header
+//! type included), a lean branch-free selection of the fields (those of
 //! [`classify`] without the failure detail), one probe of the table's
-//! stored entries and one write of the attribute. Anything else goes out of
-//! line, where the full [`classify_with`] and [`GidTable::find_libibverbs`]
-//! decide: every failure, a search for the zero GID (which only empty slots
+//! stored entries and one write of the attribute; nothing after the read
+//! goes back to the area. Anything else goes out of line, where the full
+//! classification (that of [`classify_with`], from the same selection) and
+//! [`GidTable::find_libibverbs`] decide: every failure, a search for the zero GID (which only empty slots
 //! match), and any packet when the table holds a multicast GID. That last
 //! rule is what lets the hot path skip libibverbs' multicast test: with no
 //! multicast entry in the table, a multicast destination cannot be found,
@@ -49,7 +51,8 @@ use super::wc::{IBV_WC_GRH, IbvWc};
 use crate::attr::{self, AttrWords, CanonicalWords, PortNum, word2, word3};
 use crate::error::IbvError;
 use crate::gid_table::GidTable;
-use crate::wire::{Area, Detection, Evidence, Gid, detect, grh, ipv4};
+use crate::wire::view::View;
+use crate::wire::{Area, Classifier, Evidence, Gid, Heuristic, grh};
 
 /// A failed call: the error and the attribute as the C function leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,42 +115,28 @@ pub struct Classified {
     pub traffic_class: u8,
 }
 
-/// The 8 bytes of `area` at `at`, as a little-endian integer (so that the
-/// integer's bytes in memory order are the area's). `at` is a constant at
-/// every call: the bounds check folds away.
+/// The profile's header classifier, with `evidence`.
 #[inline(always)]
-fn le64(area: &Area, at: usize) -> u64 {
-    area.get(at..).and_then(|s| s.first_chunk::<8>()).map_or(0, |b| u64::from_le_bytes(*b))
+const fn classifier(evidence: Evidence) -> Classifier {
+    Classifier { heuristic: Heuristic::Libibverbs, evidence }
 }
 
-/// A GID from its two halves in memory order (see [`le64`]).
-#[inline(always)]
-fn gid_from_le(hi: u64, lo: u64) -> Gid {
-    Gid::from_words(hi, lo)
-}
-
-/// Bytes 8..12 of an IPv4-mapped GID (`00 00 ff ff`) as the lower half of a
-/// memory-order word; the address goes in the upper half.
-const V4_MAPPED_LO: u64 = 0xffff_0000;
-/// The upper half of a memory-order word (its bytes 4..8).
-const HIGH32: u64 = 0xffff_ffff_0000_0000;
-
+/// [`Classified`] from the hot path's [`Route`], which holds every field
+/// it needs; `evidence_given`: the header type came from evidence, so that
+/// "neither" is [`Verdict::Ambiguous`] rather than the heuristic's unknown
+/// version.
 #[inline]
-fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classified {
-    // Every field of both readings is loaded with constant offsets, and each
-    // choice between them is a `select_unpredictable` (a `cmov`): no jump.
-    // GIDs are handled as two 8-byte halves in memory order. The IPv4
-    // destination (area[36..40]) is the upper half of the word at 32, which
-    // is also the GRH destination's second half; the IPv4 source
-    // (area[32..36]) is its lower half.
-    let w32 = le64(area, 32);
-    let dgid_hi = le64(area, 24);
-    let [_, _, _, _, _, _, nh, hop, ..] = *area;
-    let [_, tos, _, _, _, _, _, _, ttl, _, _, _, _, _, _, _, d0, ..] = *ipv4::header(area);
+fn classify_route(r: &Route, evidence_given: bool) -> Classified {
+    // Each flag is computed without a jump. The local GID is the packet's
+    // destination: for IPv4 the mapped address, whose first byte is the
+    // upper half's lowest (area[36]); else the GRH's DGID.
+    let (is4, is6) = (r.is4, r.is6);
+    let ambiguous = evidence_given & !is4 & !is6;
+    let d0 = (r.local.1 >> 32) as u8;
     let mc4 = d0 & 0xf0 == 0xe0;
-    let mc6 = dgid_hi as u8 == 0xff;
-    let nh_v2 = nh == grh::NEXT_HDR_UDP;
-    let nh_v1 = nh == grh::NEXT_HDR_IBA;
+    let mc6 = r.local.0 as u8 == 0xff;
+    let nh_v2 = r.next_header == grh::NEXT_HDR_UDP;
+    let nh_v1 = r.next_header == grh::NEXT_HDR_IBA;
 
     // The four failure flags exclude each other, so the verdict is their sum.
     let multicast = (is4 & mc4) | (is6 & mc6);
@@ -164,21 +153,22 @@ fn classify_from(area: &Area, is4: bool, is6: bool, ambiguous: bool) -> Classifi
         3 => Verdict::UnknownNextHeader,
         _ => Verdict::Ambiguous,
     };
-
-    let local_hi = select_unpredictable(is4, 0, dgid_hi);
-    let local_lo = select_unpredictable(is4, (w32 & HIGH32) | V4_MAPPED_LO, w32);
-    let remote_hi = select_unpredictable(is4, 0, le64(area, 8));
-    let remote_lo = select_unpredictable(is4, (w32 << 32) | V4_MAPPED_LO, le64(area, 16));
     Classified {
         verdict,
         is_ipv4: is4,
-        local: gid_from_le(local_hi, local_lo),
-        want_v2: is4 | nh_v2,
-        remote: gid_from_le(remote_hi, remote_lo),
+        local: Gid::from_words(r.local.0, r.local.1),
+        want_v2: r.want_v2,
+        remote: Gid::from_words(r.remote.0, r.remote.1),
         remote_written_early: is6 & !mc6,
-        hop_limit: select_unpredictable(is4, ttl, hop),
-        traffic_class: select_unpredictable(is4, tos, grh::traffic_class(area)),
+        hop_limit: r.hop_limit,
+        traffic_class: r.traffic_class,
     }
+}
+
+/// `a` if `is4`, else `b`: a GID in word form, without a jump.
+#[inline(always)]
+fn select_words(is4: bool, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+    (select_unpredictable(is4, a.0, b.0), select_unpredictable(is4, a.1, b.1))
 }
 
 /// What the hot path needs from the area: [`classify`] without the
@@ -197,36 +187,42 @@ struct Route {
     remote: (u64, u64),
     hop_limit: u8,
     traffic_class: u8,
+    /// What the cold path takes from the view besides: the flow label and
+    /// the next header.
+    flow_label: u32,
+    next_header: u8,
 }
 
-/// [`Route`] by libibverbs' heuristic: the same flags as [`classify`], with
-/// every choice a `select_unpredictable` and the failure detail left to the
-/// cold path; the multicast test is left to the GID search (a table that
-/// holds a multicast GID goes the slow way). Straight-line code
-/// (`udah_asm_route` in the codegen audit).
+/// [`Route`] from the area's [`View`]: the same flags as [`classify`],
+/// with every choice a `select_unpredictable` and the failure detail left
+/// to the cold path; the multicast test is left to the GID search (a table
+/// that holds a multicast GID goes the slow way). Straight-line code
+/// (`udah_asm_route` in the codegen audit). With a view read by evidence,
+/// a GRH or IPv6 header has a known next header, and "neither" does not
+/// search.
 #[inline(always)]
-fn route(area: &Area) -> Route {
-    let (is4, is6) = detect::flags_libibverbs(area);
-    // Bytes 0..8 in one load: `W0` (traffic class), next header, hop limit.
-    let w0 = le64(area, 0);
-    let dgid_hi = le64(area, 24);
-    let w32 = le64(area, 32);
-    let (nh, hop) = ((w0 >> 48) as u8, (w0 >> 56) as u8);
-    let [_, tos, _, _, _, _, _, _, ttl, ..] = *ipv4::header(area);
-    let nh_v2 = nh == grh::NEXT_HDR_UDP;
-    let nh_ok = nh_v2 | (nh == grh::NEXT_HDR_IBA);
+fn route(v: &View) -> Route {
+    let (is4, is6) = (v.is4, v.is6);
+    let nh_v2 = v.next_header == grh::NEXT_HDR_UDP;
+    let nh_ok = nh_v2 | (v.next_header == grh::NEXT_HDR_IBA);
+    // Hop limit and traffic class in one choice.
+    let [hop_limit, traffic_class] = select_unpredictable(
+        is4,
+        u16::from_le_bytes([v.ttl, v.tos]),
+        u16::from_le_bytes([v.hop_limit, v.traffic_class()]),
+    )
+    .to_le_bytes();
     Route {
         search: is4 | (is6 & nh_ok),
         want_v2: is4 | nh_v2,
         is4,
         is6,
-        local: (select_unpredictable(is4, 0, dgid_hi), select_unpredictable(is4, (w32 & HIGH32) | V4_MAPPED_LO, w32)),
-        remote: (
-            select_unpredictable(is4, 0, le64(area, 8)),
-            select_unpredictable(is4, (w32 << 32) | V4_MAPPED_LO, le64(area, 16)),
-        ),
-        hop_limit: select_unpredictable(is4, ttl, hop),
-        traffic_class: select_unpredictable(is4, tos, ((w0 as u32).swap_bytes() >> 20) as u8),
+        local: select_words(is4, v.dst4, v.dgid),
+        remote: select_words(is4, v.src4, v.sgid),
+        hop_limit,
+        traffic_class,
+        flow_label: v.flow_label(),
+        next_header: v.next_header,
     }
 }
 
@@ -234,7 +230,7 @@ fn route(area: &Area) -> Route {
 #[doc(hidden)]
 #[inline]
 pub fn route_parts(area: &Area) -> (bool, bool, [u64; 4], u8, u8) {
-    let r = route(area);
+    let r = route(&View::read(area, Some(classifier(Evidence::None))));
     (r.search, r.want_v2, [r.local.0, r.local.1, r.remote.0, r.remote.1], r.hop_limit, r.traffic_class)
 }
 
@@ -242,12 +238,11 @@ pub fn route_parts(area: &Area) -> (bool, bool, [u64; 4], u8, u8) {
 /// field the reply needs. Straight-line code: no conditional jump.
 #[inline]
 pub fn classify(area: &Area) -> Classified {
-    let (is4, is6) = detect::flags_libibverbs(area);
-    classify_from(area, is4, is6, false)
+    classify_route(&route(&View::read(area, Some(classifier(Evidence::None)))), false)
 }
 
 /// Like [`classify`], but the header type comes from `evidence` through the
-/// strict [`detect::detect`]; `Evidence::None` is exactly [`classify`].
+/// strict [`detect`](crate::wire::detect::detect); `Evidence::None` is exactly [`classify`].
 /// Contradictory evidence gives [`Verdict::Ambiguous`].
 #[inline]
 pub fn classify_with(area: &Area, evidence: Evidence) -> Classified {
@@ -261,10 +256,7 @@ pub fn classify_with(area: &Area, evidence: Evidence) -> Classified {
 /// `classify_with(area, Evidence::None)` inlines to [`classify`] alone.
 #[inline(never)]
 fn classify_with_evidence(area: &Area, evidence: Evidence) -> Classified {
-    let d = detect::detect(area, evidence);
-    let is4 = d == Detection::Ipv4;
-    let is6 = (d == Detection::Grh) | (d == Detection::Ipv6);
-    classify_from(area, is4, is6, !is4 & !is6)
+    classify_route(&route(&View::read(area, Some(classifier(evidence)))), true)
 }
 
 /// `ibv_init_ah_from_wc(ctx, port_num, wc, grh, &attr)` against the GID-table
@@ -316,8 +308,9 @@ pub fn init_ah_from_wc_with<const N: usize>(
 /// `evidence` folds away. The hot path is: generic fields, the GRH flag,
 /// the lean classifier ([`route`]) in registers, one probe of the stored
 /// entries, one write of the attribute. Everything else (every failure, a
-/// zero-GID search, a table holding a multicast GID) goes to [`slow`], out
-/// of line, which starts again with the full [`classify_with`].
+/// zero-GID search, a table holding a multicast GID) goes out of line, to
+/// [`miss`] or [`slow`] with the [`Route`] (which holds every field of the
+/// area they need: the area is read once, by [`read`]), or to [`plain`].
 #[inline(always)]
 fn init_impl<const N: usize, T: Output>(
     table: &GidTable<N>,
@@ -329,45 +322,62 @@ fn init_impl<const N: usize, T: Output>(
     let Some(area) = area else {
         return Err(missing_grh());
     };
-    // Bytes 16..24 and 24..32 of the C struct as little-endian words: the
-    // attribute is built in registers and written as four words.
-    let flow_label = u64::from((le64(area, 0) as u32).swap_bytes() & 0x000f_ffff);
-    if wc.wc_flags & IBV_WC_GRH == 0 {
-        let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, false, port_num);
-        return Ok(T::from_words([0, 0, flow_label, w3]));
-    }
     // A table holding a multicast GID could match a multicast destination,
-    // which libibverbs refuses before it searches: the plain path then.
-    // Real ports have none, and the answer depends on the table alone.
+    // which libibverbs refuses before it searches: the plain path then,
+    // which reads the area itself. Real ports have none, and the answer
+    // depends on the table alone.
     if table.holds_multicast() {
-        return slow(table, port_num, wc, area, evidence);
+        return plain(table, port_num, wc, area, evidence);
     }
-    let r = match evidence {
-        Evidence::None => route(area),
-        _ => route_with_evidence(area, evidence),
+    // The area read once; nothing below reads it again.
+    let r = match read(port_num, wc, area, evidence) {
+        Ok(v) => route(&v),
+        Err(words) => return Ok(T::from_words(words)),
     };
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
         return match evidence {
-            Evidence::None => miss(table, port_num, wc, area, r),
-            _ => slow(table, port_num, wc, area, evidence),
+            Evidence::None => miss(table, port_num, wc, r),
+            _ => slow(table, port_num, wc, r, true),
         };
     };
-    Ok(T::from_words(found_words(port_num, wc, flow_label, &r, index)))
+    Ok(T::from_words(found_words(port_num, wc, &r, index)))
+}
+
+/// [`init_impl`] for a table that holds a multicast GID, out of line: the
+/// area read once, then the full classification and search ([`slow`]).
+#[cold]
+#[inline(never)]
+fn plain<const N: usize, T: Output>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+    evidence: Evidence,
+) -> Result<T, IbvFailure> {
+    match read(port_num, wc, area, evidence) {
+        Ok(v) => slow(table, port_num, wc, route(&v), !matches!(evidence, Evidence::None)),
+        Err(words) => Ok(T::from_words(words)),
+    }
+}
+
+/// The area read once, in `wire`: its [`View`] with the header type, or,
+/// without `IBV_WC_GRH`, the finished attribute's words (the generic
+/// fields and the flow label; bytes 16..24 and 24..32 of the C struct as
+/// little-endian words), for which no header type is taken.
+#[inline(always)]
+fn read(port_num: u8, wc: &IbvWc, area: &Area, evidence: Evidence) -> Result<View, [u64; 4]> {
+    let grh = wc.wc_flags & IBV_WC_GRH != 0;
+    let v = View::read(area, grh.then_some(classifier(evidence)));
+    if grh { Ok(v) } else { Err(no_grh_words(port_num, wc, u64::from(v.flow_label()))) }
 }
 
 /// The attribute without `IBV_WC_GRH`: the generic fields and the flow
 /// label (bytes 16..24 and 24..32 of the C struct as little-endian words).
 #[inline(always)]
-fn no_grh_words(port_num: u8, wc: &IbvWc, area: &Area) -> [u64; 4] {
+fn no_grh_words(port_num: u8, wc: &IbvWc, flow_label: u64) -> [u64; 4] {
     let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, false, port_num);
-    [0, 0, flow_label_word(area), w3]
-}
-
-/// The flow label (`W0 & 0xfffff`) in place in word 2.
-#[inline(always)]
-fn flow_label_word(area: &Area) -> u64 {
-    u64::from((le64(area, 0) as u32).swap_bytes() & 0x000f_ffff)
+    [0, 0, flow_label, w3]
 }
 
 /// The hot path of [`init_impl`] as an `Option` of the words, for
@@ -379,18 +389,18 @@ fn flow_label_word(area: &Area) -> u64 {
 /// `benches/gates.toml`. `wc` by value: two registers, no copy in memory.)
 #[inline(always)]
 fn hot<const N: usize>(table: &GidTable<N>, port_num: u8, wc: IbvWc, area: &Area) -> Option<[u64; 4]> {
-    // The attribute is built in registers and written as four words.
-    let flow_label = flow_label_word(area);
-    if wc.wc_flags & IBV_WC_GRH == 0 {
-        return Some(no_grh_words(port_num, &wc, area));
-    }
-    // (A table holding a multicast GID could match a multicast
-    // destination, which libibverbs refuses before it searches: the caller
-    // of `words_hot` takes the plain path for such a table.)
-    let r = route(area);
+    // The area read once, in `wire`; the attribute is built in registers
+    // and written as four words. (A table holding a multicast GID could
+    // match a multicast destination, which libibverbs refuses before it
+    // searches: the caller of `words_hot` takes the plain path for such a
+    // table.)
+    let r = match read(port_num, &wc, area, Evidence::None) {
+        Ok(v) => route(&v),
+        Err(words) => return Some(words),
+    };
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let index = found?;
-    Some(found_words(port_num, &wc, flow_label, &r, index))
+    Some(found_words(port_num, &wc, &r, index))
 }
 
 /// [`words`] when it is the hot path's (no evidence) and its words are
@@ -456,8 +466,8 @@ impl Output for AttrWords {
 /// The attribute of a successful search (`index` found for `r.local`), as
 /// its four words.
 #[inline(always)]
-fn found_words(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32) -> [u64; 4] {
-    let w2 = flow_label | word2(0, index as u8, r.hop_limit, r.traffic_class);
+fn found_words(port_num: u8, wc: &IbvWc, r: &Route, index: u32) -> [u64; 4] {
+    let w2 = u64::from(r.flow_label) | word2(0, index as u8, r.hop_limit, r.traffic_class);
     let w3 = word3(wc.slid, wc.sl, wc.dlid_path_bits, 0, true, port_num);
     [r.remote.0, r.remote.1, w2, w3]
 }
@@ -468,17 +478,12 @@ fn found_words(port_num: u8, wc: &IbvWc, flow_label: u64, r: &Route, index: u32)
 /// that found no stored entry (a zero GID may still match an empty slot).
 #[cold]
 #[inline(never)]
-fn miss<const N: usize, T: Output>(
-    table: &GidTable<N>,
-    port_num: u8,
-    wc: &IbvWc,
-    area: &Area,
-    r: Route,
-) -> Result<T, IbvFailure> {
-    let nh = grh::next_header(area);
-    let remote = gid_from_le(r.remote.0, r.remote.1).0;
-    let local = gid_from_le(r.local.0, r.local.1);
-    let [.., d0, _, _, _] = *area;
+fn miss<const N: usize, T: Output>(table: &GidTable<N>, port_num: u8, wc: &IbvWc, r: Route) -> Result<T, IbvFailure> {
+    let nh = r.next_header;
+    let remote = Gid::from_words(r.remote.0, r.remote.1).0;
+    let local = Gid::from_words(r.local.0, r.local.1);
+    // The IPv4 destination's first byte (area[36]), in the mapped GID.
+    let d0 = (r.local.1 >> 32) as u8;
     let mc = if r.is4 { d0 & 0xf0 == 0xe0 } else { local.is_multicast() };
     let (error, dgid) = if !(r.is4 | r.is6) {
         (IbvError::UnknownHeaderVersion, [0; 16])
@@ -491,11 +496,11 @@ fn miss<const N: usize, T: Output>(
         // empty slots match) can still be found.
         let found = if local == Gid::ZERO { table.find_libibverbs(port_num, &local, r.want_v2) } else { None };
         if let Some(index) = found {
-            return Ok(T::from_words(found_words(port_num, wc, u64::from(grh::flow_label(area)), &r, index)));
+            return Ok(T::from_words(found_words(port_num, wc, &r, index)));
         }
         (IbvError::GidNotFound, if r.is6 { remote } else { [0; 16] })
     };
-    Err(IbvFailure { error, attr: grh_base(port_num, wc, area, dgid) })
+    Err(IbvFailure { error, attr: grh_base(port_num, wc, r.flow_label, dgid) })
 }
 
 /// The attribute with what C writes once `IBV_WC_GRH` is set, before the
@@ -503,9 +508,9 @@ fn miss<const N: usize, T: Output>(
 /// (the packet's source, or zero where C has not written it yet). The cold
 /// paths start from it; the hot path builds the same fields as words.
 #[inline]
-fn grh_base(port_num: u8, wc: &IbvWc, area: &Area, dgid: [u8; 16]) -> IbvAhAttr {
+fn grh_base(port_num: u8, wc: &IbvWc, flow_label: u32, dgid: [u8; 16]) -> IbvAhAttr {
     IbvAhAttr {
-        grh: IbvGlobalRoute { dgid, flow_label: grh::flow_label(area), ..IbvGlobalRoute::default() },
+        grh: IbvGlobalRoute { dgid, flow_label, ..IbvGlobalRoute::default() },
         dlid: wc.slid,
         sl: wc.sl,
         src_path_bits: wc.dlid_path_bits,
@@ -515,42 +520,24 @@ fn grh_base(port_num: u8, wc: &IbvWc, area: &Area, dgid: [u8; 16]) -> IbvAhAttr 
     }
 }
 
-/// [`Route`] from the strict detection with `evidence`, out of line.
-#[inline(never)]
-fn route_with_evidence(area: &Area, evidence: Evidence) -> Route {
-    let c = classify_with_evidence(area, evidence);
-    let local = c.local.to_words();
-    let remote = c.remote.to_words();
-    Route {
-        search: c.verdict == Verdict::Search,
-        want_v2: c.want_v2,
-        is4: c.is_ipv4,
-        is6: !c.is_ipv4 & (c.verdict != Verdict::UnknownVersion) & (c.verdict != Verdict::Ambiguous),
-        local,
-        remote,
-        hop_limit: c.hop_limit,
-        traffic_class: c.traffic_class,
-    }
-}
-
 /// Everything after the `IBV_WC_GRH` test that the hot path does not finish
 /// (a failure, or a search for the zero GID, which only empty slots match),
-/// done the plain way out of line: [`classify_with`], then
-/// [`GidTable::find_libibverbs`].
+/// done the plain way out of line: the view's full classification (as
+/// [`classify_with`]), then [`GidTable::find_libibverbs`].
 #[cold]
 #[inline(never)]
 fn slow<const N: usize, T: Output>(
     table: &GidTable<N>,
     port_num: u8,
     wc: &IbvWc,
-    area: &Area,
-    evidence: Evidence,
+    r: Route,
+    evidence_given: bool,
 ) -> Result<T, IbvFailure> {
-    let c = classify_with(area, evidence);
+    let c = classify_route(&r, evidence_given);
     let (error, dgid) = match c.verdict {
         Verdict::Search => match table.find_libibverbs(port_num, &c.local, c.want_v2) {
             Some(index) => {
-                let mut attr = grh_base(port_num, wc, area, c.remote.0);
+                let mut attr = grh_base(port_num, wc, r.flow_label, c.remote.0);
                 attr.grh.sgid_index = index as u8;
                 attr.grh.hop_limit = c.hop_limit;
                 attr.grh.traffic_class = c.traffic_class;
@@ -560,10 +547,10 @@ fn slow<const N: usize, T: Output>(
         },
         Verdict::UnknownVersion => (IbvError::UnknownHeaderVersion, [0; 16]),
         Verdict::Multicast => (IbvError::MulticastDestination, [0; 16]),
-        Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(grh::next_header(area)), early_dgid(&c)),
+        Verdict::UnknownNextHeader => (IbvError::UnknownNextHeader(r.next_header), early_dgid(&c)),
         Verdict::Ambiguous => (IbvError::AmbiguousHeader, [0; 16]),
     };
-    Err(IbvFailure { error, attr: grh_base(port_num, wc, area, dgid) })
+    Err(IbvFailure { error, attr: grh_base(port_num, wc, r.flow_label, dgid) })
 }
 
 /// A NULL `grh`: C has zeroed the attribute, then faults.

@@ -58,30 +58,22 @@ impl HeaderVersion {
     }
 }
 
-/// `(is IPv4, is IPv6)` of the C heuristics, given the checksum verdict.
-#[inline]
-fn flags_with(area: &Area, csum_ok: bool) -> (bool, bool) {
-    let not6 = grh::version(area) != 6;
-    let b20 = ipv4::header(area)[ipv4::field::VER_IHL];
-    let v4nib = b20 >> 4 == 4;
-    let ihl5 = b20 & 0xf == 5;
+/// `(is IPv4, is IPv6)` of the C heuristics, from the version nibble's
+/// test, the IPv4 header's first byte and the checksum verdict.
+#[inline(always)]
+fn heuristic_flags(six: bool, ver_ihl: u8, csum_ok: bool) -> (bool, bool) {
+    let v4nib = ver_ihl >> 4 == 4;
+    let ihl5 = ver_ihl & 0xf == 5;
     let by_csum = ihl5 & csum_ok;
-    let is4 = (not6 & v4nib) | (!not6 & by_csum);
-    let is6 = !not6 & !by_csum;
+    let is4 = (!six & v4nib) | (six & by_csum);
+    let is6 = six & !by_csum;
     (is4, is6)
 }
 
 #[inline]
 fn version_with(area: &Area, csum_ok: bool) -> HeaderVersion {
-    let (is4, is6) = flags_with(area, csum_ok);
+    let (is4, is6) = heuristic_flags(grh::version(area) == 6, ipv4::header(area)[ipv4::field::VER_IHL], csum_ok);
     HeaderVersion::from_flags(is4, is6)
-}
-
-/// [`version_libibverbs`] as two flags, `(is IPv4, is IPv6)` (both false
-/// for "neither"), for callers that select on them without a branch.
-#[inline]
-pub(crate) fn flags_libibverbs(area: &Area) -> (bool, bool) {
-    flags_with(area, ipv4::verify_libibverbs(ipv4::header(area)))
 }
 
 /// libibverbs' `get_grh_header_version` (SEMANTICS §2.2), bit-exact on x86-64.
@@ -94,6 +86,56 @@ pub fn version_libibverbs(area: &Area) -> HeaderVersion {
 #[inline]
 pub fn version_kernel(area: &Area) -> HeaderVersion {
     version_with(area, ipv4::verify_rfc1071(ipv4::header(area)))
+}
+
+/// Which C heuristic decides the header type where there is no evidence
+/// ([`flags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Heuristic {
+    /// libibverbs' [`version_libibverbs`] (single-fold checksum).
+    Libibverbs,
+    /// The kernel's [`version_kernel`] (RFC 1071 checksum).
+    Kernel,
+}
+
+/// How a profile decides the header type of an area ([`flags`]): its C
+/// heuristic, unless there is evidence. [`View::read`](super::View::read)
+/// takes it where the completion says that the area holds a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classifier {
+    /// The heuristic for [`Evidence::None`].
+    pub heuristic: Heuristic,
+    /// What the caller knows besides the bytes.
+    pub evidence: Evidence,
+}
+
+/// The header type as a profile acts on it, `(is IPv4, is GRH or IPv6)`:
+/// without evidence, `heuristic`'s [`HeaderVersion`] (both false for
+/// `Neither`); with evidence, the answer of [`detect`] (both false for
+/// `Ambiguous` and `Unrecognized`; a GRH and an IPv6 header differ in the
+/// next header). [`View::read`](super::View::read) takes it with the fields.
+///
+/// Straight-line code for constant `heuristic` and `evidence` (they fold
+/// away); the area's bytes are read once, in the order of the files that
+/// know them: the stamp, the GRH fields, the IPv4 header.
+#[inline(always)]
+pub fn flags(area: &Area, heuristic: Heuristic, evidence: Evidence) -> (bool, bool) {
+    let allowed = allowed(area, evidence);
+    let six = grh::version(area) == 6;
+    let nh = grh::next_header(area);
+    let h = ipv4::header(area);
+    let rfc_ok = ipv4::verify_rfc1071(h);
+    let heuristic_ok = match heuristic {
+        Heuristic::Libibverbs => ipv4::verify_libibverbs(h),
+        Heuristic::Kernel => rfc_ok,
+    };
+    let ver_ihl = h[ipv4::field::VER_IHL];
+    if matches!(evidence, Evidence::None) {
+        heuristic_flags(six, ver_ihl, heuristic_ok)
+    } else {
+        let d = strict(six, nh, ver_ihl, rfc_ok, evidence, allowed);
+        (d == Detection::Ipv4, (d == Detection::Grh) | (d == Detection::Ipv6))
+    }
 }
 
 /// `enum rdma_network_type` (Linux ≥ 5.10 numbering).
@@ -251,21 +293,16 @@ pub enum Detection {
 /// one kind per queue) keeps no dispatch on the evidence kind.
 #[inline(always)]
 pub fn detect(area: &Area, evidence: Evidence) -> Detection {
-    let is6 = grh::version(area) == 6;
-    let nh = grh::next_header(area);
-    let grh_fits = is6 & (nh == grh::NEXT_HDR_IBA);
-    let ip6_fits = is6 & (nh == grh::NEXT_HDR_UDP);
+    let allowed = allowed(area, evidence);
+    let (six, nh) = (grh::version(area) == 6, grh::next_header(area));
     let h = ipv4::header(area);
-    // With evidence, an IPv4 header need only have the right shape: the NIC
-    // validated the packet, and some NICs (irdma) zero the checksum field.
-    // Without evidence the checksum is what makes a guess safe.
-    let ip4_shape = h[ipv4::field::VER_IHL] == 0x45;
-    let ip4_fits = ip4_shape & ipv4::verify_rfc1071(h);
-    let six_fits = grh_fits | ip6_fits;
-    let six = select_unpredictable(grh_fits, Detection::Grh, Detection::Ipv6);
+    strict(six, nh, h[ipv4::field::VER_IHL], ipv4::verify_rfc1071(h), evidence, allowed)
+}
 
-    // Candidates allowed by the evidence.
-    let (allow4, allow_grh, allow_ip6) = match evidence {
+/// The candidates that the evidence allows: (IPv4, GRH, IPv6).
+#[inline(always)]
+fn allowed(area: &Area, evidence: Evidence) -> (bool, bool, bool) {
+    match evidence {
         Evidence::None => (true, true, true),
         Evidence::NetworkType(t) => {
             (t == NetworkType::Ipv4, matches!(t, NetworkType::Ib | NetworkType::RoceV1), t == NetworkType::Ipv6)
@@ -276,8 +313,25 @@ pub fn detect(area: &Area, evidence: Evidence) -> Detection {
             // header (version nibble 0): IPv4 evidence, as an intact stamp.
             (intact | Stamp::ZERO.is_intact(area), !intact, !intact)
         }
-    };
+    }
+}
+
+/// [`detect`] on the bytes it looks at: the version nibble's test, the next
+/// header, the IPv4 header's first byte and its RFC 1071 checksum verdict.
+#[inline(always)]
+fn strict(six: bool, nh: u8, ver_ihl: u8, rfc_ok: bool, evidence: Evidence, allowed: (bool, bool, bool)) -> Detection {
+    let (allow4, allow_grh, allow_ip6) = allowed;
     let has_evidence = !matches!(evidence, Evidence::None);
+    let grh_fits = six & (nh == grh::NEXT_HDR_IBA);
+    let ip6_fits = six & (nh == grh::NEXT_HDR_UDP);
+    // With evidence, an IPv4 header need only have the right shape: the NIC
+    // validated the packet, and some NICs (irdma) zero the checksum field.
+    // Without evidence the checksum is what makes a guess safe.
+    let ip4_shape = ver_ihl == 0x45;
+    let ip4_fits = ip4_shape & rfc_ok;
+    let six_fits = grh_fits | ip6_fits;
+    let six = select_unpredictable(grh_fits, Detection::Grh, Detection::Ipv6);
+
     let c4 = select_unpredictable(has_evidence, ip4_shape, ip4_fits) & allow4;
     let c6 = (grh_fits & allow_grh) | (ip6_fits & allow_ip6);
     let none_fits = !c4 & !c6;

@@ -28,7 +28,7 @@ pub mod ipv4;
 pub mod lrh;
 pub mod view;
 
-pub use detect::{Detection, Evidence, HeaderVersion, NetworkType, Stamp};
+pub use detect::{Classifier, Detection, Evidence, HeaderVersion, Heuristic, NetworkType, Stamp};
 pub use gid::Gid;
 pub use grh::GrhRepr;
 pub use ipv4::Ipv4Repr;
@@ -59,4 +59,18 @@ impl core::error::Error for Truncated {}
 #[inline]
 pub fn area(buf: &[u8]) -> Result<&Area, Truncated> {
     buf.first_chunk::<AREA_LEN>().ok_or(Truncated { len: buf.len() })
+}
+
+/// The 8 bytes of `area` at `at` as a little-endian integer (so that the
+/// integer's bytes in memory order are the area's). `at` is a constant at
+/// every call: the bounds check folds away.
+#[inline(always)]
+fn le64(area: &Area, at: usize) -> u64 {
+    area.get(at..).and_then(|s| s.first_chunk::<8>()).map_or(0, |b| u64::from_le_bytes(*b))
+}
+
+/// The byte of `area` at `at`, a constant at every call.
+#[inline(always)]
+fn octet(area: &Area, at: usize) -> u8 {
+    area.get(at).copied().unwrap_or(0)
 }

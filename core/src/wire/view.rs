@@ -1,26 +1,30 @@
 //! The area read once: every field a profile takes from the 40 bytes, as
-//! values in registers, loaded at constant offsets ([`View::read`]).
+//! values in registers, loaded at constant offsets, and the header type
+//! ([`View::read`]).
 //!
-//! A profile reads the area only through a [`View`] (and the header-type
-//! flags of [`detect`](super::detect)), so that a completion's walk enters
-//! [`wire`](super) once and leaves it with everything it needs. GIDs are in
+//! A profile reads the area only through a [`View`], once per completion,
+//! so that a completion's walk enters [`wire`](super) once and leaves it
+//! with everything it needs: nothing of the profile calls back into
+//! `wire` with the area afterwards. GIDs are in
 //! their word form ([`Gid::to_words`](super::Gid::to_words)): bytes 0..8 and 8..16, each a
 //! little-endian `u64`, which is how the GID-table snapshot and the
 //! attribute's [word form](crate::attr::AttrWords) hold them.
 //!
 //! ```
-//! use udah_core::wire::{Gid, GrhRepr, View};
+//! use udah_core::wire::{Classifier, Evidence, Gid, GrhRepr, Heuristic, View};
 //!
 //! let (s, d) = (Gid::from_ipv4([10, 0, 0, 2]), Gid::from_ipv4([10, 0, 0, 1]));
 //! let mut area = [0u8; 40];
 //! GrhRepr { sgid: s, dgid: d, flow_label: 7, traffic_class: 3, next_header: 17, ..GrhRepr::default() }
 //!     .emit(&mut area);
-//! let v = View::read(&area);
+//! let v = View::read(&area, Some(Classifier { heuristic: Heuristic::Libibverbs, evidence: Evidence::None }));
+//! assert_eq!((v.is4, v.is6), (false, true));
 //! assert_eq!((v.sgid, v.dgid), (s.to_words(), d.to_words()));
 //! assert_eq!((v.flow_label(), v.traffic_class(), v.next_header), (7, 3, 17));
 //! ```
 
-use super::{Area, grh, ipv4};
+use super::detect::{self, Classifier};
+use super::{Area, grh, ipv4, le64, octet};
 
 /// Bytes 8..12 of an IPv4-mapped GID (`00 00 ff ff`) as the lower half of
 /// the second GID word; the address is its upper half.
@@ -30,8 +34,9 @@ const HIGH32: u64 = 0xffff_ffff_0000_0000;
 /// The first GID word of a link-local GID (`fe80:0:0:0`).
 const LINK_LOCAL_W0: u64 = u64::from_le_bytes([0xfe, 0x80, 0, 0, 0, 0, 0, 0]);
 
-/// The area's fields, both readings (GRH/IPv6 and IPv4) side by side; the
-/// profile selects between them once it knows the header type.
+/// The area's fields, both readings (GRH/IPv6 and IPv4) side by side, and
+/// the header type ([`detect::flags`]) by which the profile selects between
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct View {
     /// `W0`, big-endian: version, traffic class, flow label
@@ -53,37 +58,54 @@ pub struct View {
     pub src4: (u64, u64),
     /// The IPv4 destination address as an IPv4-mapped GID, word form.
     pub dst4: (u64, u64),
-}
-
-/// The 8 bytes of `area` at `at` as a little-endian integer (so that the
-/// integer's bytes in memory order are the area's). `at` is a constant at
-/// every call: the bounds check folds away.
-#[inline(always)]
-fn le64(area: &Area, at: usize) -> u64 {
-    area.get(at..).and_then(|s| s.first_chunk::<8>()).map_or(0, |b| u64::from_le_bytes(*b))
+    /// The header is IPv4 (RoCE v2 over IPv4), by the evidence or the
+    /// heuristic ([`detect::flags`]).
+    pub is4: bool,
+    /// The header is a GRH or an IPv6 header (which, by the next header).
+    /// Neither flag: the heuristic's "neither", or evidence that
+    /// contradicts the bytes.
+    pub is6: bool,
 }
 
 impl View {
     /// Reads every field with constant offsets: no branch, no check left
     /// (the field offsets are those of [`grh::field`] and
-    /// [`ipv4::field`]). A caller's unused fields cost nothing once inlined.
+    /// [`ipv4::field`]), and, with a `classifier`, the header type as
+    /// [`detect::flags`] decides it (without one, where the completion
+    /// says that the area holds no header or the profile does not look,
+    /// neither flag is set and no checksum is computed). A caller's unused
+    /// fields cost nothing once inlined, and a constant classifier folds
+    /// away.
     #[inline(always)]
-    pub fn read(area: &Area) -> View {
+    pub fn read(area: &Area, classifier: Option<Classifier>) -> View {
+        let (is4, is6) = match classifier {
+            Some(c) => detect::flags(area, c.heuristic, c.evidence),
+            None => (false, false),
+        };
         let w0 = le64(area, grh::field::VER_TC_FLOW.start);
         // The IPv4 source is the lower half, the destination the upper half,
         // of the word at 32 (which is also the second half of the DGID).
         let w32 = le64(area, grh::field::DGID.start + 8);
-        let ttl_at = ipv4::OFFSET + ipv4::field::TTL;
+        // Single bytes, not wider loads: the checksum's loads of the IPv4
+        // header stay as they are.
+        let tos = octet(area, ipv4::OFFSET + ipv4::field::TOS);
+        let ttl = octet(area, ipv4::OFFSET + ipv4::field::TTL);
+        let (sgid, dgid_hi) = (
+            (le64(area, grh::field::SGID.start), le64(area, grh::field::SGID.start + 8)),
+            le64(area, grh::field::DGID.start),
+        );
         View {
             w0: (w0 as u32).swap_bytes(),
-            next_header: (w0 >> (8 * grh::field::NEXT_HEADER)) as u8,
-            hop_limit: (w0 >> (8 * grh::field::HOP_LIMIT)) as u8,
-            sgid: (le64(area, grh::field::SGID.start), le64(area, grh::field::SGID.start + 8)),
-            dgid: (le64(area, grh::field::DGID.start), w32),
-            tos: (le64(area, ipv4::OFFSET) >> (8 * ipv4::field::TOS)) as u8,
-            ttl: le64(area, ttl_at) as u8,
+            next_header: octet(area, grh::field::NEXT_HEADER),
+            hop_limit: octet(area, grh::field::HOP_LIMIT),
+            sgid,
+            dgid: (dgid_hi, w32),
+            tos,
+            ttl,
             src4: (0, (w32 << 32) | V4_MAPPED_LO),
             dst4: (0, (w32 & HIGH32) | V4_MAPPED_LO),
+            is4,
+            is6,
         }
     }
 
@@ -120,7 +142,7 @@ const _: () = {
     assert!(grh::field::DGID.end - grh::field::DGID.start == 16 && grh::field::DGID.end == super::AREA_LEN);
     assert!(grh::field::VER_TC_FLOW.start == 0 && grh::field::VER_TC_FLOW.end == 4);
     assert!(grh::field::NEXT_HEADER < 8 && grh::field::HOP_LIMIT < 8);
-    assert!(ipv4::field::TOS < 8 && ipv4::OFFSET + ipv4::field::TTL + 8 <= super::AREA_LEN);
+    assert!(ipv4::OFFSET + ipv4::field::TTL < super::AREA_LEN);
     assert!(ipv4::OFFSET + ipv4::field::SRC_ADDR.start == grh::field::DGID.start + 8);
     assert!(ipv4::field::DST_ADDR.start == ipv4::field::SRC_ADDR.end && ipv4::field::DST_ADDR.end == ipv4::HEADER_LEN);
 };
@@ -128,7 +150,7 @@ const _: () = {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::wire::{Gid, GrhRepr, Ipv4Repr};
+    use crate::wire::{Evidence, Gid, GrhRepr, Heuristic, Ipv4Repr};
 
     #[test]
     fn view_is_the_accessors() {
@@ -136,7 +158,7 @@ mod test {
         for (i, b) in area.iter_mut().enumerate() {
             *b = (i as u8).wrapping_mul(37) ^ 0x5a;
         }
-        let v = View::read(&area);
+        let v = View::read(&area, None);
         assert_eq!(v.w0, grh::word0(&area));
         assert_eq!((v.flow_label(), v.traffic_class()), (grh::flow_label(&area), grh::traffic_class(&area)));
         assert_eq!((v.next_header, v.hop_limit), (grh::next_header(&area), grh::hop_limit(&area)));
@@ -148,12 +170,12 @@ mod test {
 
         let mut a = [0u8; 40];
         Ipv4Repr { src: [10, 0, 0, 2], dst: [10, 0, 0, 1], ttl: 9, tos: 4, ..Ipv4Repr::default() }.emit(&mut a);
-        let v = View::read(&a);
+        let v = View::read(&a, Some(Classifier { heuristic: Heuristic::Kernel, evidence: Evidence::None }));
         assert!(words_ipv4_mapped(v.src4) && words_ipv4_mapped(v.dst4));
         assert_eq!((v.ttl, v.tos), (9, 4));
         let ll = Gid::link_local_from_mac([0, 2, 0xc9, 1, 2, 3]);
         GrhRepr { sgid: ll, ..GrhRepr::default() }.emit(&mut a);
-        let v = View::read(&a);
+        let v = View::read(&a, Some(Classifier { heuristic: Heuristic::Kernel, evidence: Evidence::None }));
         assert!(words_link_local(v.sgid) && !words_link_local(v.dgid) && !words_ipv4_mapped(v.sgid));
         for g in [Gid::from_ipv4([1, 2, 3, 4]), ll, Gid::ZERO, Gid([0xff; 16])] {
             assert_eq!(words_ipv4_mapped(g.to_words()), g.is_ipv4_mapped());
