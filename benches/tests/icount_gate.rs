@@ -137,5 +137,17 @@ fn instructions_per_call_within_gates() {
                 .push(format!("libibverbs {fam}: {big:.1} instructions per call at 256 entries vs {small:.1} at 4"));
         }
     }
+    // Issue #13: the kernel profile's word path within 10 % of the
+    // libibverbs profile's for every GRH family (per call, the driver loop
+    // included, as the figures in benches/RESULTS.md are).
+    for fam in ["rocev1", "rocev2_ipv6", "rocev2_ipv4"] {
+        let at = |p: &str| per_call.get(&format!("udah_icount_words_{p}_{fam}_256")).copied().unwrap_or(f64::NAN);
+        let (kernel, ibv) = (at("kernel"), at("libibverbs"));
+        let ratio = kernel / ibv;
+        eprintln!("kernel / libibverbs words, {fam}/256: {kernel:.1} / {ibv:.1} = {ratio:.3} (at most 1.10)");
+        if ratio.is_nan() || ratio > 1.10 {
+            failures.push(format!("words {fam}/256: kernel {kernel:.1} is more than 1.10 x libibverbs {ibv:.1}"));
+        }
+    }
     assert!(failures.is_empty(), "instruction-count gate failed:\n{}", failures.join("\n"));
 }

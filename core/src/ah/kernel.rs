@@ -271,7 +271,7 @@ fn hot<const N: usize>(
     // The area read once, in `wire`; the hot path goes on with the view.
     let v = &read(table, wc, area, evidence);
     let grh = wc.wc_flags & IB_WC_GRH != 0;
-    let (remote, local, gid_type, vlan, dlid, path_bits) = match table.link_layer() {
+    match table.link_layer() {
         LinkLayer::Ethernet => {
             if !grh {
                 return None;
@@ -285,7 +285,20 @@ fn hot<const N: usize>(
             let remote = if is4 { v.src4 } else { v.sgid };
             let local = if is4 { v.dst4 } else { v.dgid };
             let vlan = if wc.wc_flags & IB_WC_WITH_VLAN != 0 { wc.vlan_id } else { 0xffff };
-            (remote, local, gid_type_of(net_type), Some(vlan), 0, 0)
+            let gid_type = gid_type_of(net_type);
+            // Link-local RoCE v1: the kernel derives the MAC from the GID,
+            // hop limit 0xff, no family test. Otherwise the two addresses'
+            // families must agree (`-EINVAL`, decided out of line); from the
+            // IPv4 header both are IPv4-mapped by construction. Decided
+            // before the search, without a branch per case.
+            let ll = (net_type == NetworkType::RoceV1) & view::words_link_local(remote);
+            let mismatch = !is4 & (view::words_ipv4_mapped(local) != view::words_ipv4_mapped(remote));
+            if mismatch & !ll {
+                return None;
+            }
+            let index = table.find_kernel_words(local, gid_type, Some(vlan))?;
+            let w2 = word2(v.flow_label(), index as u8, if ll { 0xff } else { route_hop_limit }, v.traffic_class());
+            Some([remote.0, remote.1, w2, word3(0, wc.sl, 0, 0, true, port)])
         }
         LinkLayer::Infiniband | LinkLayer::Opa => {
             // IB keeps the low 16 bits of the SLID, OPA all 32 of which the
@@ -298,21 +311,11 @@ fn hot<const N: usize>(
             if Gid::from_words(v.dgid.0, v.dgid.1).interface_id() == SA_WELL_KNOWN_INTERFACE_ID {
                 return None;
             }
-            (v.sgid, v.dgid, GidType::Ib, None, dlid, wc.dlid_path_bits)
+            let index = table.find_kernel_words(v.dgid, GidType::Ib, None)?;
+            let w2 = word2(v.flow_label(), index as u8, 0xff, v.traffic_class());
+            Some([v.sgid.0, v.sgid.1, w2, word3(dlid, wc.sl, wc.dlid_path_bits, 0, true, port)])
         }
-    };
-    let index = table.find_kernel_words(local, gid_type, vlan)?;
-    let hop_limit = if vlan.is_none() || (gid_type == GidType::RoceV1 && view::words_link_local(remote)) {
-        // IB, and link-local RoCE v1 (whose MAC the kernel derives from the GID).
-        0xff
-    } else if view::words_ipv4_mapped(local) != view::words_ipv4_mapped(remote) {
-        // Address-family mismatch: `-EINVAL`, decided out of line.
-        return None;
-    } else {
-        route_hop_limit
-    };
-    let w2 = word2(v.flow_label(), index as u8, hop_limit, v.traffic_class());
-    Some([remote.0, remote.1, w2, word3(dlid, wc.sl, path_bits, 0, true, port)])
+    }
 }
 
 /// Everything the hot path of [`words`] leaves: the C mirror, then its
@@ -328,4 +331,65 @@ fn cold_words<const N: usize>(
 ) -> Result<AttrWords, ProfileError> {
     let a = init_ah_attr_from_wc_with(table, wc, Some(area), evidence).map_err(ProfileError::Kernel)?;
     a.to_words(route_hop_limit).map_err(ProfileError::Attr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gid_table::GidEntry;
+    use crate::wire::{GrhRepr, Ipv4Repr};
+
+    /// The hop-limit and address-family rules of the hot path, case by case
+    /// against the C mirror: a link-local RoCE v1 sender skips the family
+    /// test (hop limit 0xff, even to an IPv4-mapped GID), other RoCE v1 and
+    /// RoCE v2 / IPv6 senders of another family than the GID they wrote to
+    /// are refused, RoCE v2 / IPv4 passes.
+    #[test]
+    fn hot_path_hop_limits_and_families_equal_the_c_mirror() {
+        let ll = |b: u8| Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b]);
+        let v6 = |b: u8| Gid([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b]);
+        let ours4 = [192, 168, 1, 10];
+        let mut t: GidTable<8> = GidTable::new(1, LinkLayer::Ethernet, 8);
+        for (i, (g, ty)) in [
+            (ll(1), GidType::RoceV1),
+            (Gid::from_ipv4(ours4), GidType::RoceV1),
+            (Gid::from_ipv4(ours4), GidType::RoceV2),
+            (v6(1), GidType::RoceV2),
+            (v6(1), GidType::RoceV1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            t.set(i as u32, GidEntry::new(g, ty)).unwrap();
+        }
+        let grh = |nh: u8, sgid: Gid, dgid: Gid| {
+            let mut area = [0u8; 40];
+            GrhRepr { sgid, dgid, hop_limit: 9, next_header: nh, ..GrhRepr::default() }.emit(&mut area);
+            area
+        };
+        let v4 = {
+            let mut area = [0u8; 40];
+            Ipv4Repr { ttl: 64, protocol: 17, src: [10, 0, 0, 1], dst: ours4, ..Default::default() }.emit(&mut area);
+            area
+        };
+        let (v1, udp) = (0x1b, 17);
+        let cases = [
+            ("v1 link-local to v4-mapped", grh(v1, ll(2), Gid::from_ipv4(ours4)), true),
+            ("v1 link-local to link-local", grh(v1, ll(2), ll(1)), true),
+            ("v1 global to v4-mapped", grh(v1, v6(2), Gid::from_ipv4(ours4)), false),
+            ("v1 global to global", grh(v1, v6(2), v6(1)), true),
+            ("v1 v4-mapped to global", grh(v1, Gid::from_ipv4([10, 0, 0, 1]), v6(1)), false),
+            ("v2/IPv6 v4-mapped to global", grh(udp, Gid::from_ipv4([10, 0, 0, 1]), v6(1)), false),
+            ("v2/IPv6 global to global", grh(udp, v6(2), v6(1)), true),
+            ("v2/IPv4", v4, true),
+        ];
+        let wc = KernelWc { wc_flags: IB_WC_GRH, ..KernelWc::default() };
+        for (name, area, ok) in cases {
+            let want = init_ah_attr_from_wc_with(&t, &wc, Some(&area), Evidence::None)
+                .map_err(ProfileError::Kernel)
+                .and_then(|a| a.to_words(7).map_err(ProfileError::Attr));
+            assert_eq!(want.is_ok(), ok, "{name}: the mirror {want:?}");
+            assert_eq!(words(&t, &wc, &area, Evidence::None, 7), want, "{name}");
+        }
+    }
 }
