@@ -1104,14 +1104,16 @@ fn icount_gate() {
         ("hit", Some(112.0), Some(80.0)),
         ("hit_prepared", Some(67.0), Some(80.0)),
         ("hit_release", Some(135.0), None),
-        ("resolve", Some(277.0), Some(250.0)),
+        // resolve and session_resolve lowered on 2026-12-03 (the area read
+        // once, in wire: 263.8 and 273.3) plus ~3 %.
+        ("resolve", Some(272.0), Some(250.0)),
         // Through a `Session` (lease hits: more instructions than the
         // table's hit, but no locked one). The issue's targets are for the
         // table's own hit above (issue #15: 80); `resolve`'s 250 applies to both.
         ("session_hit", Some(118.0), None),
         ("session_hit_prepared", Some(77.0), None),
         ("session_hit_release", Some(151.0), None),
-        ("session_resolve", Some(289.0), Some(250.0)),
+        ("session_resolve", Some(282.0), Some(250.0)),
     ] {
         let v = per(t) - base;
         let verdict = match gate {
