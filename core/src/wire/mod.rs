@@ -19,6 +19,28 @@
 //! `emit` functions make no assumption about the buffer's previous contents:
 //! [`grh::GrhRepr::emit`] writes every byte; [`ipv4::Ipv4Repr::emit`] writes
 //! every byte of the IPv4 header and leaves the undefined front alone.
+//!
+//! ## The pipeline's first stage
+//!
+//! A profile reads the area once, into a [`View`]: every field at a constant
+//! offset, and the header type its heuristic (or the evidence) decides.
+//!
+//! ```
+//! use udah_core::wire::{self, Classifier, Evidence, Gid, Heuristic, Ipv4Repr, View};
+//!
+//! // A receive buffer: 40 bytes of area (RoCE v2 / IPv4 from 10.0.0.2 to
+//! // 10.0.0.1: 20 undefined bytes, then the IPv4 header), then the payload.
+//! let mut buf = [0xa5u8; 64];
+//! let area: &mut wire::Area = (&mut buf[..40]).try_into().unwrap();
+//! Ipv4Repr { ttl: 64, protocol: 17, src: [10, 0, 0, 2], dst: [10, 0, 0, 1], ..Default::default() }.emit(area);
+//!
+//! let area = wire::area(&buf).unwrap(); // the length, checked once
+//! let v = View::read(area, Some(Classifier { heuristic: Heuristic::Libibverbs, evidence: Evidence::None }));
+//! assert!(v.is4 && !v.is6);
+//! assert_eq!(v.src4, Gid::from_ipv4([10, 0, 0, 2]).to_words());
+//! assert_eq!(v.ttl, 64);
+//! assert_eq!(wire::area(&buf[..39]).unwrap_err().len, 39); // too short: a typed error
+//! ```
 
 pub mod bth;
 pub mod detect;
