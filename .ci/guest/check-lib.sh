@@ -69,19 +69,28 @@ start_serve() {
   return 1
 }
 
+# Waits at most $2 seconds for pid $1, a child of this shell; sets WAIT_RC
+# to its exit code (124: still running, then killed). Not in a `$(...)`
+# subshell: there `wait` cannot reap a child that exits during the loop (the
+# parent shell does) and returns -1 although the process exited 0.
+wait_pid() {
+  local n=$(( $2 * 4 ))
+  while (( n-- > 0 )) && kill -0 "$1" 2>/dev/null; do sleep 0.25; done
+  if kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    WAIT_RC=124
+  else
+    wait "$1"
+    WAIT_RC=$?
+  fi
+}
+
 # Waits at most $1 seconds for SERVE_PID to exit; sets SERVE_RC (124: still
 # running, then killed).
 wait_serve() {
-  local n=$(( ${1:-30} * 4 ))
-  while (( n-- > 0 )) && kill -0 "$SERVE_PID" 2>/dev/null; do sleep 0.25; done
-  if kill -0 "$SERVE_PID" 2>/dev/null; then
-    kill -KILL "$SERVE_PID" 2>/dev/null
-    wait "$SERVE_PID" 2>/dev/null
-    SERVE_RC=124
-  else
-    wait "$SERVE_PID"
-    SERVE_RC=$?
-  fi
+  wait_pid "$SERVE_PID" "${1:-30}"
+  SERVE_RC=$WAIT_RC
 }
 
 # True if a log contains a Rust panic.

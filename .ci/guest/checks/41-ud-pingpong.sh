@@ -29,23 +29,6 @@ wait_listen() {
   return 1
 }
 
-# Waits at most $2 seconds for pid $1, a child of this shell; sets WAIT_RC
-# to its exit code (124: killed). Not in a `$(...)` subshell: there `wait`
-# cannot reap a child that exits during the loop (the parent shell does)
-# and returns -1 although the process exited 0.
-wait_pid() {
-  local n=$(( $2 * 4 ))
-  while (( n-- > 0 )) && kill -0 "$1" 2>/dev/null; do sleep 0.25; done
-  if kill -0 "$1" 2>/dev/null; then
-    kill -KILL "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    WAIT_RC=124
-  else
-    wait "$1"
-    WAIT_RC=$?
-  fi
-}
-
 udah_serves() { # <family>
   local fam=$1 name="ud-pingpong:udah-serve:$1" idx=${idx_of[$1]}
   if ! start_serve -g "$idx" -n "$N" --stats-interval 0 --ud-pingpong; then
