@@ -603,7 +603,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
             corpus.push(c);
             match shared.resolve(&c) {
                 Ok(h) => {
-                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
+                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
                         answered += 1;
                     }
                     shared.port(&c).release(h).map_err(DemoError::Release)?;

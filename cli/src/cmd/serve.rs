@@ -412,7 +412,7 @@ fn serve_mock(args: &Args) -> ExitCode {
         for (i, (_, qpn, _)) in batch.iter().enumerate() {
             let want = format!("request {} from client {i}", sent + i as u64).into_bytes();
             while let Some(r) = setup.fabric.poll(*qpn) {
-                if r.payload == want && r.wc.src_qp == resp.qpn().0 {
+                if r.payload == want && r.wc.ibv.src_qp == resp.qpn().0 {
                     echoed += 1;
                 } else {
                     wrong += 1;
