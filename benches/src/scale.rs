@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
 use udah_core::GidTable;
-use udah_core::ah::{AhAttr, IbvWc, libibverbs};
+use udah_core::ah::{AhAttr, IbvWc, PortNum, libibverbs};
 use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::wire::Area;
 
@@ -40,13 +40,13 @@ impl ErrorType for BenchHal {
 
 impl Hal for BenchHal {
     type Ah = u64;
-    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(port, udah_core::LinkLayer::Ethernet, 256))
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(port.get(), udah_core::LinkLayer::Ethernet, 256))
     }
-    fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
+    fn snapshot_gids<const N: usize>(&self, _: PortNum, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
         Ok(())
     }
-    fn gid_generation(&self, _: u8) -> u64 {
+    fn gid_generation(&self, _: PortNum) -> u64 {
         0
     }
     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {

@@ -225,28 +225,28 @@ impl ErrorType for PdBackend {
 impl Hal for PdBackend {
     type Ah = AhPtr;
 
-    fn port_info(&self, port: u8) -> Result<PortInfo, Errno> {
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, Errno> {
         if self.ctx.is_null() {
             return Err(Errno(libc::ENODEV));
         }
         // SAFETY: a non-null `ctx` is live for the responder's lifetime
         // (udah_responder_open's contract).
-        let (ll, len) = unsafe { query_port(self.ctx, port) }?;
-        Ok(PortInfo::new(port, ll, len))
+        let (ll, len) = unsafe { query_port(self.ctx, port.get()) }?;
+        Ok(PortInfo::new(port.get(), ll, len))
     }
 
     /// `ibv_query_port`, then one `ibv_query_gid_ex` per slot; a table
     /// longer than `N` is `E2BIG`. On failure `table` is left as it was.
-    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), Errno> {
+    fn snapshot_gids<const N: usize>(&self, port: PortNum, table: &mut GidTable<N>) -> Result<(), Errno> {
         let generation = self.generation.load(Ordering::Relaxed);
         let (ll, len) = self.port_info(port).map(|p| (p.link_layer, p.gid_tbl_len))?;
         if len as usize > N {
             return Err(Errno(libc::E2BIG));
         }
-        let mut t = GidTable::<N>::new(port, ll, len);
+        let mut t = GidTable::<N>::new(port.get(), ll, len);
         for i in 0..len {
             // SAFETY: `port_info` succeeded, so `ctx` is non-null and live.
-            if let Some(e) = unsafe { query_gid(self.ctx, port, i) }? {
+            if let Some(e) = unsafe { query_gid(self.ctx, port.get(), i) }? {
                 t.set(i, e).map_err(|_| Errno(libc::EINVAL))?;
             }
         }
@@ -255,7 +255,7 @@ impl Hal for PdBackend {
         Ok(())
     }
 
-    fn gid_generation(&self, _port: u8) -> u64 {
+    fn gid_generation(&self, _port: PortNum) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 

@@ -21,7 +21,7 @@
 
 use core::fmt::Debug;
 
-use crate::attr::AhAttr;
+use crate::attr::{AhAttr, PortNum};
 use crate::gid_table::{GidTable, LinkLayer};
 
 /// What kind of failure a backend reported.
@@ -172,14 +172,14 @@ pub trait Hal: ErrorType {
     type Ah: Debug;
 
     /// Facts about `port`.
-    fn port_info(&self, port: u8) -> Result<PortInfo, Self::Error>;
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, Self::Error>;
 
     /// Fills `table` with a snapshot of `port`'s GID table and stamps it with
     /// the backend's current GID generation.
-    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), Self::Error>;
+    fn snapshot_gids<const N: usize>(&self, port: PortNum, table: &mut GidTable<N>) -> Result<(), Self::Error>;
 
     /// The current GID-table generation of `port` (bumped on every change).
-    fn gid_generation(&self, port: u8) -> u64;
+    fn gid_generation(&self, port: PortNum) -> u64;
 
     /// Resolves the layer-2 facts of a RoCE destination (`Ok(None)` on IB).
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, Self::Error>;
@@ -193,13 +193,13 @@ pub trait Hal: ErrorType {
 
 impl<T: Hal + ?Sized> Hal for &T {
     type Ah = T::Ah;
-    fn port_info(&self, port: u8) -> Result<PortInfo, Self::Error> {
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, Self::Error> {
         T::port_info(self, port)
     }
-    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), Self::Error> {
+    fn snapshot_gids<const N: usize>(&self, port: PortNum, table: &mut GidTable<N>) -> Result<(), Self::Error> {
         T::snapshot_gids(self, port, table)
     }
-    fn gid_generation(&self, port: u8) -> u64 {
+    fn gid_generation(&self, port: PortNum) -> u64 {
         T::gid_generation(self, port)
     }
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, Self::Error> {

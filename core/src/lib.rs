@@ -39,7 +39,7 @@
 //! module's documentation has an example of its stage; the whole pipeline:
 //!
 //! ```
-//! use udah_core::ah::{AhAttr, IbvWc, IBV_WC_GRH};
+//! use udah_core::ah::{AhAttr, IbvWc, PortNum, IBV_WC_GRH};
 //! use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 //! use udah_core::responder::{Config, Responder};
 //! use udah_core::table::AhTable;
@@ -49,9 +49,9 @@
 //! # impl ErrorType for Null { type Error = ErrorKind; }
 //! # impl Hal for Null {
 //! #     type Ah = u64;
-//! #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Ethernet, 16)) }
-//! #     fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
-//! #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+//! #     fn port_info(&self, p: PortNum) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p.get(), LinkLayer::Ethernet, 16)) }
+//! #     fn snapshot_gids<const N: usize>(&self, _: PortNum, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
+//! #     fn gid_generation(&self, _: PortNum) -> u64 { 0 }
 //! #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
 //! #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
 //! #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }

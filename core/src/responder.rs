@@ -37,12 +37,12 @@
 //! # impl ErrorType for Port { type Error = ErrorKind; }
 //! # impl Hal for Port {
 //! #     type Ah = u64;
-//! #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Infiniband, 4)) }
-//! #     fn snapshot_gids<const N: usize>(&self, p: u8, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
-//! #         *t = GidTable::new(p, LinkLayer::Infiniband, 4);
+//! #     fn port_info(&self, p: PortNum) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p.get(), LinkLayer::Infiniband, 4)) }
+//! #     fn snapshot_gids<const N: usize>(&self, p: PortNum, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
+//! #         *t = GidTable::new(p.get(), LinkLayer::Infiniband, 4);
 //! #         t.set(0, GidEntry::new(OURS, GidType::Ib)).map_err(|_| ErrorKind::InvalidArgument)
 //! #     }
-//! #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+//! #     fn gid_generation(&self, _: PortNum) -> u64 { 0 }
 //! #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
 //! #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
 //! #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }
@@ -464,9 +464,8 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// A responder on `port` of the cache's backend, with a first snapshot
     /// of its GID table.
     pub fn new(cache: C, port: PortNum, config: Config) -> Result<Responder<C, G>, BackendError<C>> {
-        let p = port.get();
-        let mut gids = GidTable::new(p, LinkLayer::Infiniband, 0);
-        cache.backend().snapshot_gids(p, &mut gids)?;
+        let mut gids = GidTable::new(port.get(), LinkLayer::Infiniband, 0);
+        cache.backend().snapshot_gids(port, &mut gids)?;
         Ok(Responder::from_snapshot(cache, gids, config))
     }
 
@@ -694,9 +693,15 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// If the backend's GID generation moved: re-takes the snapshot and
     /// retires the AHs built on entries that changed
     /// ([`AhTable::retire_gid_change`](crate::table::AhTable::retire_gid_change)).
-    /// A failed snapshot leaves the current one (and every AH) in place.
+    /// A failed snapshot leaves the current one (and every AH) in place. A
+    /// snapshot for port 0 (only [`from_snapshot`](Self::from_snapshot) makes
+    /// one) is never re-taken: [`Refreshed::Current`].
     pub fn refresh(&mut self) -> Result<Refreshed, BackendError<C>> {
-        let port = self.port();
+        // A snapshot for port 0 (`from_snapshot` of a table no backend
+        // took) names no port a backend has: there is nothing to re-take.
+        let Some(port) = PortNum::new(self.port()) else {
+            return Ok(Refreshed::Current);
+        };
         if self.gids().generation() == self.cache.backend().gid_generation(port) {
             return Ok(Refreshed::Current);
         }
@@ -774,22 +779,22 @@ mod tests {
 
     impl Hal for Port {
         type Ah = u64;
-        fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-            Ok(PortInfo::new(port, self.gids.lock().unwrap().link_layer(), 8))
+        fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+            Ok(PortInfo::new(port.get(), self.gids.lock().unwrap().link_layer(), 8))
         }
-        fn snapshot_gids<const M: usize>(&self, port: u8, t: &mut GidTable<M>) -> Result<(), ErrorKind> {
+        fn snapshot_gids<const M: usize>(&self, port: PortNum, t: &mut GidTable<M>) -> Result<(), ErrorKind> {
             let src = self.gids.lock().unwrap();
-            if port != 1 {
+            if port.get() != 1 {
                 return Err(ErrorKind::NotFound);
             }
-            *t = GidTable::new(port, src.link_layer(), src.len());
+            *t = GidTable::new(port.get(), src.link_layer(), src.len());
             for (i, e) in src.iter() {
                 t.set(i, e).map_err(|_| ErrorKind::OutOfResources)?;
             }
             t.set_generation(self.generation.load(Ordering::Relaxed));
             Ok(())
         }
-        fn gid_generation(&self, _: u8) -> u64 {
+        fn gid_generation(&self, _: PortNum) -> u64 {
             self.generation.load(Ordering::Relaxed)
         }
         fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
@@ -1104,6 +1109,17 @@ mod tests {
     }
 
     #[test]
+    fn refresh_leaves_a_port_0_snapshot_alone() {
+        let hal = roce_port();
+        let t = T8::new();
+        let gids = GidTable::new(0, LinkLayer::Ethernet, 8);
+        let mut r: Responder<_, 8> = Responder::from_snapshot(t.shared(&hal), gids, Config::default());
+        hal.set(5, GidEntry::new(Gid::from_ipv4(OURS_V4), GidType::RoceV2));
+        assert_eq!(r.refresh(), Ok(Refreshed::Current));
+        assert_eq!((r.port(), r.gids().generation()), (0, 0));
+    }
+
+    #[test]
     fn refresh_resnapshots_and_retires_on_a_generation_change() {
         let hal = roce_port();
         let t = T8::new();
@@ -1117,7 +1133,7 @@ mod tests {
         hal.set(5, GidEntry::new(Gid::from_ipv4(OURS_V4), GidType::RoceV2));
         hal.gids.lock().unwrap().clear(3);
         assert_eq!(r.refresh(), Ok(Refreshed::Resnapshot { retired: 1 }));
-        assert_eq!(r.gids().generation(), hal.gid_generation(1));
+        assert_eq!(r.gids().generation(), hal.gid_generation(PortNum::new(1).unwrap()));
         assert_eq!(r.words(&wc(), &area).unwrap().sgid_index(), Some(5));
         let h = r.resolve(&wc(), &area).unwrap();
         r.release(h).unwrap();

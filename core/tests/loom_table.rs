@@ -47,13 +47,13 @@ mod tests {
 
     impl Hal for LoomHal {
         type Ah = u64;
-        fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-            Ok(PortInfo::new(port, udah_core::LinkLayer::Infiniband, 1))
+        fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+            Ok(PortInfo::new(port.get(), udah_core::LinkLayer::Infiniband, 1))
         }
-        fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
+        fn snapshot_gids<const N: usize>(&self, _: PortNum, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
             Ok(())
         }
-        fn gid_generation(&self, _: u8) -> u64 {
+        fn gid_generation(&self, _: PortNum) -> u64 {
             0
         }
         fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {

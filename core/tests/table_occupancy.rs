@@ -9,7 +9,7 @@ mod common;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use udah_core::ah::AhAttr;
+use udah_core::ah::{AhAttr, PortNum};
 use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::table::AhTable;
 use udah_core::wire::Gid;
@@ -28,13 +28,13 @@ impl ErrorType for Counter {
 
 impl Hal for Counter {
     type Ah = u64;
-    fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(p, LinkLayer::Ethernet, 16))
+    fn port_info(&self, p: PortNum) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(p.get(), LinkLayer::Ethernet, 16))
     }
-    fn snapshot_gids<const M: usize>(&self, _: u8, _: &mut GidTable<M>) -> Result<(), ErrorKind> {
+    fn snapshot_gids<const M: usize>(&self, _: PortNum, _: &mut GidTable<M>) -> Result<(), ErrorKind> {
         Ok(())
     }
-    fn gid_generation(&self, _: u8) -> u64 {
+    fn gid_generation(&self, _: PortNum) -> u64 {
         0
     }
     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {

@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-use udah_core::ah::AhAttr;
+use udah_core::ah::{AhAttr, PortNum};
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::{GidTable, LinkLayer};
 
@@ -518,19 +518,20 @@ impl ErrorType for IbverbsHal {
 impl Hal for IbverbsHal {
     type Ah = VerbsAh;
 
-    fn port_info(&self, port: u8) -> Result<PortInfo, VerbsError> {
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, VerbsError> {
+        let port = port.get();
         let a = self.port_attr(port)?;
         let ll = a.link_layer.to_core().ok_or(VerbsError::UnknownLinkLayer { port, raw: a.link_layer.into() })?;
         Ok(PortInfo::new(port, ll, a.gid_tbl_len).with_lid(a.lid, a.lmc).with_active(a.state.is_active()))
     }
 
-    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), VerbsError> {
-        let (generation, s) = self.snapshot(port)?;
+    fn snapshot_gids<const N: usize>(&self, port: PortNum, table: &mut GidTable<N>) -> Result<(), VerbsError> {
+        let (generation, s) = self.snapshot(port.get())?;
         fill_table(table, s.0, &s.1, generation).map(|_| ())
     }
 
-    fn gid_generation(&self, port: u8) -> u64 {
-        self.shared.cache(port).map_or(0, |c| c.generation.load(Ordering::Acquire))
+    fn gid_generation(&self, port: PortNum) -> u64 {
+        self.shared.cache(port.get()).map_or(0, |c| c.generation.load(Ordering::Acquire))
     }
 
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, VerbsError> {

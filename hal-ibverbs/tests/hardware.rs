@@ -34,6 +34,10 @@ fn port() -> u8 {
     std::env::var("UDAH_TEST_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(1)
 }
 
+fn port_num() -> PortNum {
+    PortNum::new(port()).expect("UDAH_TEST_PORT is not 0")
+}
+
 fn open() -> IbverbsHal {
     let dev = device();
     IbverbsHal::open_port(Some(&dev), port())
@@ -49,11 +53,11 @@ fn sgid_index(hal: &IbverbsHal) -> u32 {
 }
 
 fn self_attr(hal: &IbverbsHal) -> AhAttr {
-    let info = hal.port_info(port()).unwrap();
+    let info = hal.port_info(port_num()).unwrap();
     let idx = sgid_index(hal);
     let gid = hal.port_gids(port()).unwrap().entries.iter().find(|g| g.record.index == idx).unwrap().record.gid;
     AhAttr {
-        port: PortNum::new(port()).unwrap(),
+        port: port_num(),
         dlid: info.lid,
         sl: Sl::new(0).unwrap(),
         src_path_bits: 0,
@@ -96,15 +100,15 @@ fn gid_snapshot_matches_per_index_queries() {
         assert_eq!(one, g.record);
     }
     let mut table: Box<GidTable<1024>> = Box::new(GidTable::new(port(), LinkLayer::Infiniband, 0));
-    hal.snapshot_gids(port(), &mut table).unwrap();
-    assert_eq!(table.generation(), hal.gid_generation(port()));
+    hal.snapshot_gids(port_num(), &mut table).unwrap();
+    assert_eq!(table.generation(), hal.gid_generation(port_num()));
     assert_eq!(
         table.entries() as usize,
         gids.entries.iter().filter(|g| GidType::try_from(g.record.kind).is_ok()).count()
     );
-    let before = hal.gid_generation(port());
+    let before = hal.gid_generation(port_num());
     hal.refresh(port()).unwrap();
-    assert_eq!(hal.gid_generation(port()), before + 1);
+    assert_eq!(hal.gid_generation(port_num()), before + 1);
 }
 
 #[test]
@@ -164,7 +168,7 @@ fn ud_loopback_resolves_through_the_core() {
     mr.read(AREA_LEN, &mut got).unwrap();
     assert_eq!(&got, payload);
     let mut table: Box<GidTable<1024>> = Box::new(GidTable::new(port(), LinkLayer::Infiniband, 0));
-    hal.snapshot_gids(port(), &mut table).unwrap();
+    hal.snapshot_gids(port_num(), &mut table).unwrap();
     let reply = libibverbs::init_ah_from_wc(&table, port(), &wc.ibv(), Some(&area)).expect("core resolves the WC");
     let reply = AhAttr::try_from(&reply).unwrap();
     // The reply goes back to ourselves: same GID (GRH) and, on IB, same LID.

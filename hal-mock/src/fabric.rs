@@ -240,21 +240,15 @@ pub enum AsyncEvent {
 }
 
 /// The completion fields a NIC reports for a UD receive, in both the
-/// userspace and the kernel encoding.
+/// userspace and the kernel encoding: the userspace `struct ibv_wc` fields
+/// (core's [`IbvWc`]) and what only the kernel's `struct ib_wc` or the mock
+/// adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MockWc {
-    /// Remote QP number.
-    pub src_qp: u32,
-    /// Source LID (0 on RoCE).
-    pub slid: u16,
-    /// Service level as reported (mlx5 quirk: packet-type bits).
-    pub sl: u8,
-    /// Destination LID path bits.
-    pub dlid_path_bits: u8,
-    /// P_Key index.
-    pub pkey_index: u16,
-    /// Userspace `ibv_wc_flags`.
-    pub ibv_flags: u32,
+    /// The userspace fields: `wc_flags` (`ibv_wc_flags`), `slid` (0 on
+    /// RoCE), `sl` as reported (mlx5 quirk: packet-type bits),
+    /// `dlid_path_bits`, `src_qp`, `pkey_index`.
+    pub ibv: IbvWc,
     /// Kernel `ib_wc_flags`.
     pub kernel_flags: u32,
     /// VLAN id (kernel, with `IB_WC_WITH_VLAN`).
@@ -268,30 +262,24 @@ pub struct MockWc {
 }
 
 impl MockWc {
-    /// The userspace view (`struct ibv_wc`).
+    /// The userspace view (`struct ibv_wc`): the [`ibv`](Self::ibv) field.
     pub fn ibv(&self) -> IbvWc {
-        IbvWc {
-            wc_flags: self.ibv_flags,
-            slid: self.slid,
-            sl: self.sl,
-            dlid_path_bits: self.dlid_path_bits,
-            src_qp: self.src_qp,
-            pkey_index: self.pkey_index,
-        }
+        self.ibv
     }
 
     /// The kernel view (`struct ib_wc`).
     pub fn kernel(&self) -> KernelWc {
+        let i = &self.ibv;
         KernelWc {
             wc_flags: self.kernel_flags,
-            slid: u32::from(self.slid),
-            sl: self.sl,
-            dlid_path_bits: self.dlid_path_bits,
+            slid: u32::from(i.slid),
+            sl: i.sl,
+            dlid_path_bits: i.dlid_path_bits,
             vlan_id: self.vlan_id,
             network_hdr_type: self.network_hdr_type,
             smac: self.smac,
-            src_qp: self.src_qp,
-            pkey_index: self.pkey_index,
+            src_qp: i.src_qp,
+            pkey_index: i.pkey_index,
         }
     }
 }
@@ -776,9 +764,8 @@ fn route(
 ) -> Result<(), Drop> {
     let p = plan(s, src, src_port, a, remote_qpn, remote_qkey)?;
     let mut wc = MockWc {
-        src_qp: src.0,
+        ibv: IbvWc { src_qp: src.0, pkey_index: p.dst_pkey_index, ..IbvWc::default() },
         byte_len: (payload.len() + 40) as u32,
-        pkey_index: p.dst_pkey_index,
         ..MockWc::default()
     };
     let mut area: Area = [0; 40];
@@ -794,9 +781,9 @@ fn route(
             return Err(Drop::NoRoute);
         }
         let smask = (1u16 << p.src_lmc) - 1;
-        wc.slid = p.src_lid | (u16::from(a.attr.src_path_bits) & smask);
-        wc.dlid_path_bits = (dlid - u32::from(p.dst_lid)) as u8;
-        wc.sl = a.attr.sl.get();
+        wc.ibv.slid = p.src_lid | (u16::from(a.attr.src_path_bits) & smask);
+        wc.ibv.dlid_path_bits = (dlid - u32::from(p.dst_lid)) as u8;
+        wc.ibv.sl = a.attr.sl.get();
         if let (Some(g), Some(sgid)) = (a.attr.grh, p.sgid) {
             GrhRepr {
                 traffic_class: g.traffic_class,
@@ -808,7 +795,7 @@ fn route(
                 dgid: g.dgid,
             }
             .emit(&mut area);
-            wc.ibv_flags |= IBV_WC_GRH;
+            wc.ibv.wc_flags |= IBV_WC_GRH;
             wc.kernel_flags |= IB_WC_GRH;
         }
     } else {
@@ -881,17 +868,17 @@ fn route(
             .emit(&mut area);
         }
         wc.smac = p.src_mac;
-        wc.ibv_flags |= IBV_WC_GRH;
+        wc.ibv.wc_flags |= IBV_WC_GRH;
         wc.kernel_flags |= IB_WC_GRH | IB_WC_WITH_SMAC;
         if let Some(t) = l2.vlan_tag.filter(|_| sgid.vlan.is_some()) {
-            wc.sl = (t >> 13) as u8;
+            wc.ibv.sl = (t >> 13) as u8;
             if t & 0x0fff != 0 {
                 wc.kernel_flags |= IB_WC_WITH_VLAN;
                 wc.vlan_id = t & 0x0fff;
             }
         }
         if quirks.mlx5_sl_packet_type {
-            wc.sl = match net {
+            wc.ibv.sl = match net {
                 NetworkType::Ipv6 => 1,
                 NetworkType::Ipv4 => 2,
                 _ => 0,

@@ -184,7 +184,8 @@ impl<const N: usize> World<N> {
         let other_hal = MockHal::new(&fabric, other_dev);
         let snap = |port: u8| {
             let mut t = GidTable::new(port, LinkLayer::Infiniband, 0);
-            if let Err(e) = hal.snapshot_gids(port, &mut t) {
+            let p = PortNum::new(port).expect("IB_PORT and ROCE_PORT are nonzero");
+            if let Err(e) = hal.snapshot_gids(p, &mut t) {
                 panic!("ah_table_ops: snapshot of port {port} failed: {e}");
             }
             t
@@ -225,7 +226,8 @@ impl<const N: usize> World<N> {
 
     fn snapshot(&self, port: u8) -> GidTable<16> {
         let mut t = GidTable::new(port, LinkLayer::Infiniband, 0);
-        if let Err(e) = self.hal.snapshot_gids(port, &mut t) {
+        let Some(p) = PortNum::new(port) else { self.fail("snapshot of port 0") };
+        if let Err(e) = self.hal.snapshot_gids(p, &mut t) {
             self.fail(&format!("snapshot of port {port} failed: {e}"));
         }
         t

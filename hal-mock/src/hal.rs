@@ -4,7 +4,7 @@ use core::fmt;
 use std::time::Instant;
 
 use udah_core::GidTable;
-use udah_core::ah::AhAttr;
+use udah_core::ah::{AhAttr, PortNum};
 use udah_core::error::errno;
 use udah_core::hal::{Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::wire::Gid;
@@ -79,8 +79,8 @@ impl MockHal {
         &self.fabric
     }
 
-    fn id(&self, port: u8) -> PortId {
-        PortId { device: self.device, port }
+    fn id(&self, port: PortNum) -> PortId {
+        PortId { device: self.device, port: port.get() }
     }
 }
 
@@ -100,18 +100,18 @@ fn multicast_mac(g: &Gid) -> Option<[u8; 6]> {
 impl Hal for MockHal {
     type Ah = MockAh;
 
-    fn port_info(&self, port: u8) -> Result<PortInfo, MockError> {
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, MockError> {
         self.fabric.port_info(self.id(port)).ok_or(MockError::new("query_port", ErrorKind::NotFound, "no such port"))
     }
 
-    fn snapshot_gids<const N: usize>(&self, port: u8, table: &mut GidTable<N>) -> Result<(), MockError> {
+    fn snapshot_gids<const N: usize>(&self, port: PortNum, table: &mut GidTable<N>) -> Result<(), MockError> {
         self.fabric.with_state(|s| {
             let (ll, entries, generation, _) = s.port_state(self.id(port)).ok_or(MockError::new(
                 "query_gid_table",
                 ErrorKind::NotFound,
                 "no such port",
             ))?;
-            *table = GidTable::new(port, ll, entries.len() as u32);
+            *table = GidTable::new(port.get(), ll, entries.len() as u32);
             for (i, e) in entries.iter().enumerate() {
                 if let Some(e) = e {
                     table.set(i as u32, *e).map_err(|_| {
@@ -128,18 +128,15 @@ impl Hal for MockHal {
         })
     }
 
-    fn gid_generation(&self, port: u8) -> u64 {
+    fn gid_generation(&self, port: PortNum) -> u64 {
         self.fabric.gid_generation(self.id(port))
     }
 
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, MockError> {
         const OP: &str = "resolve_l2";
         self.fabric.with_state(|s| {
-            let (ll, entries, _, quirks) = s.port_state(self.id(attr.port.get())).ok_or(MockError::new(
-                OP,
-                ErrorKind::NotFound,
-                "no such port",
-            ))?;
+            let (ll, entries, _, quirks) =
+                s.port_state(self.id(attr.port)).ok_or(MockError::new(OP, ErrorKind::NotFound, "no such port"))?;
             if ll != udah_core::LinkLayer::Ethernet {
                 return Ok(None);
             }
@@ -170,7 +167,7 @@ impl Hal for MockHal {
 
     fn create_ah(&self, attr: &AhAttr, l2: Option<&L2Info>) -> Result<MockAh, MockError> {
         const OP: &str = "create_ah";
-        let port = self.id(attr.port.get());
+        let port = self.id(attr.port);
         let (fault, latency) = self.fabric.with_state(|s| s.create_attempt(port));
         if !latency.is_zero() {
             // The cost model: outside the fabric lock, like a blocking verbs call.

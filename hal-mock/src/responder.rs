@@ -192,7 +192,7 @@ impl Responder {
         let words = self.pipeline.words(&msg.wc, &msg.area)?;
         let handle = self.pipeline.lookup(&msg.wc, &words)?;
         let hal = self.pipeline.backend();
-        let sent = hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.src_qp), self.qkey, payload);
+        let sent = hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.ibv.src_qp), self.qkey, payload);
         // The send is complete once posted on the mock: the reference goes back.
         self.pipeline.release(handle).map_err(ReplyError::Table)?;
         sent.map_err(ReplyError::Send)?;

@@ -52,14 +52,14 @@ fn exchange(fabric: &Fabric, resp: &mut Responder, peers: &[Peer], rounds: usize
             fabric.post_send(p.qpn, p.ah, resp.qpn(), QKEY, &payload).unwrap();
         }
         let (ok, failed) = resp.serve_pending();
-        let failed_senders: Vec<u32> = failed.iter().map(|(m, _)| m.wc.src_qp).collect();
+        let failed_senders: Vec<u32> = failed.iter().map(|(m, _)| m.wc.ibv.src_qp).collect();
         failures.extend(failed.into_iter().map(|(_, e)| e));
         let mut got = 0;
         for (i, p) in peers.iter().enumerate() {
             match fabric.poll(p.qpn) {
                 Some(reply) => {
                     got += 1;
-                    assert_eq!(reply.wc.src_qp, resp.qpn().0, "reply from the responder QP");
+                    assert_eq!(reply.wc.ibv.src_qp, resp.qpn().0, "reply from the responder QP");
                     assert_eq!(reply.payload, format!("req {i} round {r}").into_bytes(), "reply reached the right QP");
                     assert!(fabric.poll(p.qpn).is_none(), "exactly one reply");
                     assert_eq!(fabric.qp_port(p.qpn), Some(p.port));
@@ -333,7 +333,7 @@ fn pkeys_admit_full_members_only() {
     assert_eq!(f.counters().dropped_pkey, 1);
     f.post_send(send_limited, ah, recv_full, QKEY, b"b").unwrap();
     let m = f.poll(recv_full).expect("limited to full member is delivered");
-    assert_eq!(m.wc.pkey_index, 2, "the receiver's P_Key index");
+    assert_eq!(m.wc.ibv.pkey_index, 2, "the receiver's P_Key index");
     f.post_send(send_full, ah, recv_limited, QKEY, b"c").unwrap();
-    assert_eq!(f.poll(recv_limited).map(|m| m.wc.pkey_index), Some(1));
+    assert_eq!(f.poll(recv_limited).map(|m| m.wc.ibv.pkey_index), Some(1));
 }

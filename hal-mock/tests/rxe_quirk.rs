@@ -59,7 +59,7 @@ fn the_mock_writes_the_area_rxe_writes() {
     assert_eq!(&m.area[26..32], &[0x40, 0, 0x40, 0x11, 0, 0], "DF, TTL 64, UDP, checksum 0x0000");
     assert_eq!(&m.area[32..36], &CLIENT);
     assert_eq!(&m.area[36..40], &SERVER);
-    assert_eq!(m.wc.sl, 0);
+    assert_eq!(m.wc.ibv.sl, 0);
     // Without the quirk the stamp survives (what mlx5/irdma-style NICs do).
     let (fabric, server, client, ah) = setup(Quirks::default());
     let rx = fabric.create_qp(server, QKEY).unwrap();
@@ -85,7 +85,7 @@ fn a_stamped_responder_answers_every_request_on_rxe() {
         assert_eq!(ok, 20, "{mode:?}");
         for i in 0..20u8 {
             let r = fabric.poll(client).expect("reply");
-            assert_eq!((r.payload, r.wc.src_qp), (vec![i; 16], resp.qpn().0), "{mode:?}");
+            assert_eq!((r.payload, r.wc.ibv.src_qp), (vec![i; 16], resp.qpn().0), "{mode:?}");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 use serde::Serialize;
-use udah_core::ah::Profile;
+use udah_core::ah::{PortNum, Profile};
 use udah_core::hal::Hal;
 use udah_core::responder::{Config, EvidenceSource, ResolveError, Responder};
 use udah_core::table::{AhCache, AhHandle, AhTable, Session, TableError};
@@ -464,7 +464,7 @@ pub(crate) enum DemoError {
     TablePanicked,
     /// The mock fabric, its GID tables or a release failed.
     Mock(MockError),
-    /// The responder has no QP on its `link` port.
+    /// The responder's `link` port is port 0 or has no QP.
     NoResponderQp(&'static str),
     /// Giving an AH handle back failed.
     Release(TableError<MockError>),
@@ -579,8 +579,10 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let hal = MockHal::new(&sc.fabric, sc.ib_port.device);
     let mut ib: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(1, LinkLayer::Infiniband, 0));
     let mut roce: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(2, LinkLayer::Ethernet, 0));
-    hal.snapshot_gids(sc.ib_port.port, &mut ib).map_err(DemoError::Mock)?;
-    hal.snapshot_gids(sc.roce_port.port, &mut roce).map_err(DemoError::Mock)?;
+    let ib_port = PortNum::new(sc.ib_port.port).ok_or(DemoError::NoResponderQp("IB"))?;
+    let roce_port = PortNum::new(sc.roce_port.port).ok_or(DemoError::NoResponderQp("RoCE"))?;
+    hal.snapshot_gids(ib_port, &mut ib).map_err(DemoError::Mock)?;
+    hal.snapshot_gids(roce_port, &mut roce).map_err(DemoError::Mock)?;
     let ib_qp = sc.fabric.create_qp(sc.ib_port, sc.qkey).ok_or(DemoError::NoResponderQp("IB"))?;
     let roce_qp = sc.fabric.create_qp(sc.roce_port, sc.qkey).ok_or(DemoError::NoResponderQp("RoCE"))?;
     if args.evidence == EvidenceArg::Stamp {
@@ -601,7 +603,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
             corpus.push(c);
             match shared.resolve(&c) {
                 Ok(h) => {
-                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.src_qp), sc.qkey, &m.payload).is_ok() {
+                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
                         answered += 1;
                     }
                     shared.port(&c).release(h).map_err(DemoError::Release)?;

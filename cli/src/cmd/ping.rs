@@ -284,7 +284,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16)?;
     // `validate` refused port 0 already.
     let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
-    let info = hal.port_info(args.port)?;
+    let info = hal.port_info(port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
     let mut exchanged_lid = None;
     let (dest, qpn) = match (given, &args.ud_pingpong) {

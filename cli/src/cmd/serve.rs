@@ -412,7 +412,7 @@ fn serve_mock(args: &Args) -> ExitCode {
         for (i, (_, qpn, _)) in batch.iter().enumerate() {
             let want = format!("request {} from client {i}", sent + i as u64).into_bytes();
             while let Some(r) = setup.fabric.poll(*qpn) {
-                if r.payload == want && r.wc.src_qp == resp.qpn().0 {
+                if r.payload == want && r.wc.ibv.src_qp == resp.qpn().0 {
                     echoed += 1;
                 } else {
                     wrong += 1;
@@ -1192,6 +1192,7 @@ mod tests {
     use super::*;
     use core::cell::Cell;
     use udah_core::GidEntry;
+    use udah_core::ah::PortNum;
     use udah_core::hal::{ErrorKind, ErrorType, L2Info, PortInfo};
 
     /// A backend with one RoCE v2 GID whose value can change.
@@ -1211,19 +1212,19 @@ mod tests {
 
     impl Hal for OneGid {
         type Ah = u64;
-        fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-            Ok(PortInfo::new(port, LinkLayer::Ethernet, 4))
+        fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+            Ok(PortInfo::new(port.get(), LinkLayer::Ethernet, 4))
         }
-        fn snapshot_gids<const N: usize>(&self, port: u8, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
+        fn snapshot_gids<const N: usize>(&self, port: PortNum, t: &mut GidTable<N>) -> Result<(), ErrorKind> {
             if self.fail_snapshot.get() {
                 return Err(ErrorKind::Other);
             }
-            *t = GidTable::new(port, LinkLayer::Ethernet, 4);
+            *t = GidTable::new(port.get(), LinkLayer::Ethernet, 4);
             t.set(1, GidEntry::new(Gid::from_ipv4(self.ip.get()), GidType::RoceV2)).map_err(|_| ErrorKind::Other)?;
             t.set_generation(self.generation.get());
             Ok(())
         }
-        fn gid_generation(&self, _: u8) -> u64 {
+        fn gid_generation(&self, _: PortNum) -> u64 {
             self.generation.get()
         }
         fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {

@@ -156,9 +156,9 @@ enum Local {
 /// # impl ErrorType for Null { type Error = ErrorKind; }
 /// # impl Hal for Null {
 /// #     type Ah = u64;
-/// #     fn port_info(&self, p: u8) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p, LinkLayer::Infiniband, 1)) }
-/// #     fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
-/// #     fn gid_generation(&self, _: u8) -> u64 { 0 }
+/// #     fn port_info(&self, p: PortNum) -> Result<PortInfo, ErrorKind> { Ok(PortInfo::new(p.get(), LinkLayer::Infiniband, 1)) }
+/// #     fn snapshot_gids<const N: usize>(&self, _: PortNum, _: &mut GidTable<N>) -> Result<(), ErrorKind> { Ok(()) }
+/// #     fn gid_generation(&self, _: PortNum) -> u64 { 0 }
 /// #     fn resolve_l2(&self, _: &AhAttr) -> Result<Option<L2Info>, ErrorKind> { Ok(None) }
 /// #     fn create_ah(&self, _: &AhAttr, _: Option<&L2Info>) -> Result<u64, ErrorKind> { Ok(self.0.fetch_add(1, Ordering::Relaxed)) }
 /// #     fn destroy_ah(&self, _: u64) -> Result<(), ErrorKind> { Ok(()) }

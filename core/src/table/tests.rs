@@ -34,13 +34,13 @@ impl ErrorType for Counting {
 
 impl Hal for Counting {
     type Ah = u64;
-    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(port, LinkLayer::Ethernet, 16))
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(port.get(), LinkLayer::Ethernet, 16))
     }
-    fn snapshot_gids<const M: usize>(&self, _: u8, _: &mut GidTable<M>) -> Result<(), ErrorKind> {
+    fn snapshot_gids<const M: usize>(&self, _: PortNum, _: &mut GidTable<M>) -> Result<(), ErrorKind> {
         Ok(())
     }
-    fn gid_generation(&self, _: u8) -> u64 {
+    fn gid_generation(&self, _: PortNum) -> u64 {
         self.gid_gen.load(Ordering::Relaxed)
     }
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {

@@ -102,13 +102,13 @@ impl ErrorType for CountingHal {
 
 impl Hal for CountingHal {
     type Ah = u64;
-    fn port_info(&self, port: u8) -> Result<PortInfo, ErrorKind> {
-        Ok(PortInfo::new(port, udah_core::LinkLayer::Ethernet, 16))
+    fn port_info(&self, port: PortNum) -> Result<PortInfo, ErrorKind> {
+        Ok(PortInfo::new(port.get(), udah_core::LinkLayer::Ethernet, 16))
     }
-    fn snapshot_gids<const N: usize>(&self, _: u8, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
+    fn snapshot_gids<const N: usize>(&self, _: PortNum, _: &mut GidTable<N>) -> Result<(), ErrorKind> {
         Ok(())
     }
-    fn gid_generation(&self, _: u8) -> u64 {
+    fn gid_generation(&self, _: PortNum) -> u64 {
         self.gid_generation.load(Ordering::Acquire)
     }
     fn resolve_l2(&self, a: &AhAttr) -> Result<Option<L2Info>, ErrorKind> {
