@@ -352,7 +352,7 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
 /// shared path) plus about 3 %.
 /// Lowered on 2026-12-02 (branch `table`: 289.9 and 315.7) plus ~3 %.
 /// The batch raised 325 -> 377 on 2026-12-03: on a table of more than
-/// 2 MiB (10⁴ peers and up) a batch stages its completions and prefetches
+/// 32 MiB (10⁵ peers and up here) a batch stages its completions and prefetches
 /// their slots (`Responder::resolve_batch`), 365.7 instructions per WC at
 /// 10⁵ peers instead of 313.7, for 0.36-0.64 of the unstaged batch's time
 /// at 10⁵-10⁶ peers in the same run (`UDAH_AH_SCALE_AB=1`, RESULTS.md).

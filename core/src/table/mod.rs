@@ -806,9 +806,13 @@ enum Verdict {
 }
 
 /// Tables of more bytes of slots than this are
-/// [prefetched](AhTable::prefetch) by a batch: 2 MiB, a core's L2 and more
-/// (a smaller table's slots stay in a core's caches under a steady load).
-pub const PREFETCH_BYTES: usize = 1 << 21;
+/// [prefetched](AhTable::prefetch) by a batch: 32 MiB, a last-level cache
+/// (one CCX's L3 on AMD EPYC, a whole socket's on many Intel parts). A
+/// smaller table's slots stay in the caches under a steady load, and the
+/// staging only costs instructions: at 10⁴ peers (8 MiB) it took 1.0-1.3x
+/// the plain batch's time, at 10⁵-10⁶ peers (64 MiB) 0.35-0.78x
+/// (benches/RESULTS.md). [`Prefetch`] overrides it for one cache.
+pub const PREFETCH_BYTES: usize = 1 << 25;
 
 /// The AH table: `N` slots (a power of two, 1 ..= 2²⁴) of AHs created by the
 /// backend `H`, deduplicated by [`AhAttr`]. `const`-constructible, so it can
@@ -1059,9 +1063,9 @@ impl<H, const N: usize> AhTable<H, N> {
 
     /// Whether a batch should stage its look-ups and
     /// [`prefetch`](Self::prefetch) their slots: the table is larger than
-    /// [`PREFETCH_BYTES`], so that a random slot is likely not in a core's
-    /// own caches (a smaller table's slots stay there, and the staging
-    /// would only cost instructions).
+    /// [`PREFETCH_BYTES`], so that a random slot is likely not in the
+    /// caches (a smaller table's slots stay there, and the staging would
+    /// only cost instructions).
     pub const PREFETCH: bool = N.saturating_mul(core::mem::size_of::<Slot>()) > PREFETCH_BYTES;
 
     /// `words` hashed for this table ([`Hashed`]), and the first slot its
