@@ -354,7 +354,7 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
 /// The batch raised 325 -> 377 on 2026-12-03: on a table of more than
 /// 32 MiB (10⁵ peers and up here) a batch stages its completions and prefetches
 /// their slots (`Responder::resolve_batch`), 365.7 instructions per WC at
-/// 10⁵ peers instead of 313.7, for 0.36-0.64 of the unstaged batch's time
+/// 10⁵ peers instead of 313.7, for 0.35-0.78 of the unstaged batch's time
 /// at 10⁵-10⁶ peers in the same run (`UDAH_AH_SCALE_AB=1`, RESULTS.md).
 const GATE_SHARED_BATCH_1E5: f64 = 377.0;
 /// The single row lowered 298 -> 288 on 2026-12-03 (the area read once,
