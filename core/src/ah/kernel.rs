@@ -55,11 +55,8 @@ pub type KernelResult = Result<RdmaAhAttr, KernelFailure>;
 #[inline]
 pub fn net_type_by_grh(area: &Area) -> NetworkType {
     let v = View::read(area, Some(Classifier { heuristic: Heuristic::Kernel, evidence: Evidence::None }));
-    core::hint::select_unpredictable(
-        v.is4,
-        NetworkType::Ipv4,
-        core::hint::select_unpredictable(v.next_header == grh::NEXT_HDR_UDP, NetworkType::Ipv6, NetworkType::RoceV1),
-    )
+    // Without evidence the heuristic always decides (never `None`).
+    net_type_of(&v, Evidence::None).unwrap_or(NetworkType::RoceV1)
 }
 
 /// `ib_init_ah_attr_from_wc(dev, port, wc, grh, &attr)` for the port whose
