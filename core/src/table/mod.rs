@@ -1068,23 +1068,63 @@ impl<H, const N: usize> AhTable<H, N> {
     /// only cost instructions).
     pub const PREFETCH: bool = N.saturating_mul(core::mem::size_of::<Slot>()) > PREFETCH_BYTES;
 
-    /// `words` hashed for this table ([`Hashed`]), and the first slot its
-    /// look-up reads starting to load into the cache (a prefetch hint,
-    /// `table/prefetch.rs`), so that the look-ups a batch stages miss on
-    /// the table side by side instead of one after the other. Changes
-    /// nothing. (A relaxed atomic load of the slot instead bought 0.86-1.0
-    /// of the plain batch's time at 10⁶ peers: a load waits in the reorder
-    /// buffer for its data, and the ~150 instructions of each completion's
-    /// profile between two loads fill that buffer, so only about two misses
-    /// were in flight; the hint retires at once.)
+    /// From this many entries on (half the slots), [`prefetch`](Self::prefetch)
+    /// starts loading both of a key's windows, not only its first slot.
+    const DEEP_PREFETCH: u64 = (N / 2) as u64;
+
+    /// `words` hashed for this table ([`Hashed`]), and the slots its
+    /// look-up is likely to read starting to load into the cache (prefetch
+    /// hints, `table/prefetch.rs`), so that the look-ups a batch stages miss
+    /// on the table side by side instead of one after the other. Changes
+    /// nothing that any thread reads.
+    ///
+    /// Which slots depends on how full the table is. Below half full, a
+    /// key is nearly always in the first slot of its first window (95 % at
+    /// a tenth full, 76 % at half full: `position_histogram` in the table's
+    /// tests), and only that slot is loaded. From half full on, every slot
+    /// of both windows is: at 95 % full only half the keys are in the first
+    /// slot and a fifth are in the second window, behind eight slots of the
+    /// first (a look-up reads 3.3 slots on average), and loading just the
+    /// first slot left most of the look-up's misses to wait for
+    /// (benches/RESULTS.md, batches of completions, both windows loaded
+    /// against the first slot only: at 10⁶ peers in 2²⁰ slots, 95 % full,
+    /// 0.58-0.66x the time in uniform order, 0.72-0.93x in Zipf order; at
+    /// 5·10⁵, 48 % full, 0.86-0.95x uniform but 1.0-1.19x Zipf; at 10⁵, a
+    /// tenth full, 1.18-1.55x: hence half full.)
+    ///
+    /// (A relaxed atomic load of the slot instead of the hint bought
+    /// 0.86-1.0 of the plain batch's time at 10⁶ peers: a load waits in the
+    /// reorder buffer for its data, and the ~150 instructions of each
+    /// completion's profile between two loads fill that buffer, so only
+    /// about two misses were in flight; the hint retires at once.)
     #[inline(always)]
     pub fn prefetch(&self, words: CanonicalWords) -> Hashed {
         let k = Key(words.words().raw());
         let hash = self.hash(&k);
-        if let Some(slot) = self.slots.get(home_of(hash, Self::MASK)) {
+        let home = home_of(hash, Self::MASK);
+        if self.counters.entries.load(Ordering::Relaxed) >= Self::DEEP_PREFETCH {
+            self.prefetch_window(home);
+            if Self::TWO {
+                self.prefetch_window(alt_of(hash, Self::MASK));
+            }
+        } else if let Some(slot) = self.slots.get(home) {
             prefetch::slot(slot);
         }
         Hashed { words, hash, keyed: self.hash_key.0[0] }
+    }
+
+    /// Prefetch hints for the window that starts at `start`.
+    #[inline(always)]
+    fn prefetch_window(&self, start: usize) {
+        match self.slots.get(start..start.wrapping_add(Self::WINDOW)) {
+            Some(window) => window.iter().for_each(prefetch::slot),
+            // The window wraps around the end of the table.
+            None => Self::window_slots(start, start).take(Self::WINDOW).for_each(|i| {
+                if let Some(slot) = self.slots.get(i) {
+                    prefetch::slot(slot);
+                }
+            }),
+        }
     }
 
     /// `attr` prepared for this table's hash ([`PreparedAttr`]).

@@ -807,3 +807,58 @@ fn prepared_attributes_work_with_any_seed() {
     }
     assert_eq!(a.stats().misses + b.stats().misses, 80, "no prepared look-up missed");
 }
+
+/// Where keys sit in their windows as a 2²⁰-slot table fills with scrambled
+/// link-local peers (the `ah_scale` benchmark's addresses): per load, how
+/// many keys are in slot 0..8 of their first window and of their second,
+/// and the mean number of slots a look-up reads (a key in the second window
+/// is found after the eight of the first). What `AhTable::prefetch` decides
+/// by. Every key must be in one of its two windows. Slow in debug builds:
+/// `cargo test --release -p udah-core --lib position_histogram -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run it in release"]
+fn position_histogram() {
+    const M: usize = 1 << 20;
+    let hal = Counting::default();
+    let table: std::boxed::Box<AhTable<Counting, M>> = std::boxed::Box::new(AhTable::with_seed(7));
+    let peer = |i: u64| {
+        let mut g = [0u8; 16];
+        g[..2].copy_from_slice(&[0xfe, 0x80]);
+        g[8..].copy_from_slice(&HashKey::new(i).0[0].to_be_bytes());
+        let mut a = attr(0);
+        if let Some(r) = a.grh.as_mut() {
+            r.dgid = Gid(g);
+        }
+        a
+    };
+    let mut filled = 0u64;
+    for n in [100_000u64, 250_000, 500_000, 750_000, 1_000_000] {
+        for i in filled..n {
+            let h = table.get_or_create(&hal, &peer(i)).unwrap();
+            table.release(&hal, h).unwrap();
+        }
+        filled = n;
+        let (mut first, mut second) = ([0u64; 8], [0u64; 8]);
+        for i in 0..n {
+            let a = peer(i);
+            let h = table.get_or_create(&hal, &a).unwrap();
+            let hash = table.hash(&Key::new(&a));
+            let at = |w: usize| h.slot().wrapping_sub(w) & (M - 1);
+            let (d1, d2) = (at(home_of(hash, M - 1)), at(alt_of(hash, M - 1)));
+            assert!(d1 < 8 || d2 < 8, "peer {i} in slot {} outside its windows", h.slot());
+            if d1 < 8 {
+                first[d1] += 1
+            } else {
+                second[d2] += 1
+            }
+            table.release(&hal, h).unwrap();
+        }
+        let reads: u64 = (0..8u64).map(|p| (p + 1) * first[p as usize] + (p + 9) * second[p as usize]).sum();
+        std::eprintln!(
+            "{n} peers ({:.1} % full, {} evictions): first window {first:?}, second {second:?}, {:.2} slots read per look-up",
+            100.0 * table.stats().entries as f64 / M as f64,
+            table.stats().evictions,
+            reads as f64 / n as f64
+        );
+    }
+}
