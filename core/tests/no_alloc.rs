@@ -108,3 +108,59 @@ fn hits_and_resolve_allocate_nothing() {
     assert_eq!(after - before, 0, "the hit path allocated");
     assert_eq!(table.stats().creates, creates, "hits must not create");
 }
+
+/// The staged batch on a table large enough to stage (more than
+/// `PREFETCH_BYTES`: 2²⁰ slots, 64 MiB) and more than half full, where each
+/// completion's prefetch loads both windows of its key: no allocation
+/// either, through the shared table and through a session.
+#[test]
+fn staged_batch_on_a_large_table_allocates_nothing() {
+    const N: usize = 1 << 20;
+    const FILL: u32 = (N / 2) as u32 + 1;
+    type Big = AhTable<CountingHal, N>;
+    const { assert!(Big::PREFETCH, "a 2^20-slot table is staged") };
+    // 64 MiB, which an unoptimised build moves through the stack a few
+    // times: built on a thread whose stack has room for it, then boxed.
+    let stack = 4 * core::mem::size_of::<Big>() + (1 << 20);
+    let table: Box<Big> =
+        std::thread::Builder::new().stack_size(stack).spawn(|| Box::new(Big::new())).unwrap().join().unwrap();
+    let hal = CountingHal::new(FILL as usize + 1);
+    for i in 0..FILL {
+        let h = table.get_or_create(&hal, &attr(i.wrapping_add(1 << 20))).unwrap();
+        table.release(&hal, h).unwrap();
+    }
+    assert!(table.stats().entries > (N / 2) as u64, "more than half full: the deep prefetch");
+
+    let mut gids: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
+    gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
+    let mut area = [0u8; 40];
+    area[20..]
+        .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
+    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    let batch = [(&wc, &area); 8];
+    let mut shared: Responder<_, 16> = Responder::from_snapshot(table.shared(&hal), gids.clone(), Config::default());
+    let h = shared.resolve(&wc, &area).unwrap();
+    shared.release(h).unwrap();
+    let creates = table.stats().creates;
+
+    let before = ALLOCS.load(Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
+    let mut session: Responder<_, 16> = Responder::from_snapshot(table.session(&hal), gids.clone(), Config::default());
+    for _ in 0..1_000 {
+        let mut out = [const { None }; 8];
+        assert_eq!(shared.resolve_batch(batch, &mut out), 8);
+        for r in out {
+            shared.release(r.unwrap().unwrap()).unwrap();
+        }
+        let mut out = [const { None }; 8];
+        assert_eq!(session.resolve_batch(batch, &mut out), 8);
+        for r in out {
+            session.release(r.unwrap().unwrap()).unwrap();
+        }
+    }
+    drop(session);
+    COUNTING.with(|c| c.set(false));
+    let after = ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(after - before, 0, "the staged batch allocated");
+    assert_eq!(table.stats().creates, creates, "hits must not create");
+}
