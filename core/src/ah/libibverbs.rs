@@ -336,12 +336,36 @@ fn init_impl<const N: usize, T: Output>(
     };
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
+        // Without evidence, no evidence to pass (a constant `evidence`
+        // folds this away).
         return match evidence {
-            Evidence::None => miss(table, port_num, wc, r),
-            _ => slow(table, port_num, wc, r, true),
+            Evidence::None => undecided(table, port_num, wc, area, Evidence::None),
+            _ => undecided(table, port_num, wc, area, evidence),
         };
     };
     Ok(T::from_words(found_words(port_num, wc, &r, index)))
+}
+
+/// What the hot path of [`init_impl`] left undecided (a failure, a search
+/// that found no stored entry), out of line: the area read again (so that
+/// the hot path keeps nothing of the view alive across the search that
+/// only this path needs), then [`miss`] or, with evidence, [`slow`].
+#[cold]
+#[inline(never)]
+fn undecided<const N: usize, T: Output>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+    evidence: Evidence,
+) -> Result<T, IbvFailure> {
+    match read(port_num, wc, area, evidence) {
+        Ok(v) => match evidence {
+            Evidence::None => miss(table, port_num, wc, route(&v)),
+            _ => slow(table, port_num, wc, route(&v), true),
+        },
+        Err(words) => Ok(T::from_words(words)),
+    }
 }
 
 /// [`init_impl`] for a table that holds a multicast GID, out of line: the
