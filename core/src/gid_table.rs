@@ -13,7 +13,7 @@
 //! therefore the lowest such index. Chains hold less than one slot on
 //! average (there are `2N` buckets per class for at most `N` slots), plus
 //! the duplicates of the GID (one per type and VLAN), whatever the table
-//! size. Each chain's first slot is copied beside its head ([`Head`]), so
+//! size. Each chain's first slot is copied beside its head, so
 //! that a look-up whose GID is there (most of them) reads one record, and
 //! walks the chain only otherwise.
 //!
@@ -144,6 +144,9 @@ struct Head {
     key: [u64; 2],
     /// The first slot's index, or [`NIL`].
     idx: u16,
+    /// The second slot's index (the first slot's [`Slot::next`]), or
+    /// [`NIL`]: a look-up that does not end here reads that slot first.
+    next: u16,
     /// The first slot's [`Slot::vlan`].
     vlan: u16,
     /// The first slot's [`Slot::ty`] (0 for an empty chain).
@@ -154,7 +157,7 @@ impl Head {
     /// The head of a chain whose first slot is `s`, at index `idx`.
     #[inline(always)]
     const fn of(idx: u16, s: &Slot) -> Head {
-        Head { key: s.key, idx, vlan: s.vlan, ty: s.ty }
+        Head { key: s.key, idx, next: s.next, vlan: s.vlan, ty: s.ty }
     }
 }
 
@@ -172,7 +175,7 @@ const fn vacant(b: usize, buckets: usize) -> Head {
         }
         key = [x, 0];
     }
-    Head { key, idx: NIL, vlan: NO_VLAN, ty: 0 }
+    Head { key, idx: NIL, next: NIL, vlan: NO_VLAN, ty: 0 }
 }
 
 /// The bucket of a [`tag`]ged GID among `buckets` (below 2^17).
@@ -409,7 +412,8 @@ impl<const N: usize> GidTable<N> {
         }
         let at = Self::head_at(slot.key, slot.v2());
         let mut prev: Option<usize> = None;
-        let mut cur = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let first = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let mut cur = first;
         while cur != NIL {
             if usize::from(cur) == i {
                 match prev {
@@ -418,6 +422,8 @@ impl<const N: usize> GidTable<N> {
                         if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
                             *n = slot.next;
                         }
+                        // The head copies the first slot's `next`.
+                        self.set_head(at, first);
                     }
                 }
                 break;
@@ -438,7 +444,8 @@ impl<const N: usize> GidTable<N> {
         let at = Self::head_at(slot.key, slot.v2());
         let idx = i as u16;
         let mut prev: Option<usize> = None;
-        let mut cur = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let first = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let mut cur = first;
         while cur != NIL && cur < idx {
             prev = Some(usize::from(cur));
             cur = self.slots.get(usize::from(cur)).map_or(NIL, |s| s.next);
@@ -452,12 +459,15 @@ impl<const N: usize> GidTable<N> {
                 if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
                     *n = idx;
                 }
+                // The head copies the first slot's `next`.
+                self.set_head(at, first);
             }
         }
     }
 
     /// Makes slot `first` (or nothing, [`NIL`]) the first of the chain whose
-    /// head is at `at`, copying it into the head.
+    /// head is at `at`, copying it into the head (again after a change
+    /// behind it: the head holds the first slot's `next`).
     fn set_head(&mut self, at: usize, first: u16) {
         let head = match self.slots.get(usize::from(first)) {
             Some(s) => Head::of(first, s),
@@ -515,11 +525,11 @@ impl<const N: usize> GidTable<N> {
         .filter(move |(_, s)| s.key == key)
     }
 
-    /// The rest of a look-up whose chain's first slot, `head`, did not
-    /// pass: the lowest slot after it with key `key` that passes `pass`.
+    /// The rest of a look-up whose chain's slots before `next` did not
+    /// pass: the lowest slot from `next` on with key `key` that passes
+    /// `pass`.
     #[inline(always)]
-    fn after_head(&self, head: &Head, key: [u64; 2], pass: impl Fn(&Slot) -> bool) -> Option<u32> {
-        let next = self.slots.get(usize::from(head.idx)).map_or(NIL, |s| s.next);
+    fn walk(&self, next: u16, key: [u64; 2], pass: impl Fn(&Slot) -> bool) -> Option<u32> {
         self.chain_from(next, key).find(|(_, s)| pass(s)).map(|(i, _)| i)
     }
 
@@ -568,17 +578,22 @@ impl<const N: usize> GidTable<N> {
         let key = tag(gid.0, gid.1, want_v2);
         let head = self.head(key, want_v2)?;
         // A chain holds one class: the key decides.
-        if head.key == key { Some(u32::from(head.idx)) } else { self.after_head_cold(head, key) }
+        if head.key == key {
+            return Some(u32::from(head.idx));
+        }
+        // The second slot inline, the rest of the chain out of line.
+        let second = self.slots.get(usize::from(head.next))?;
+        if second.key == key { Some(u32::from(head.next)) } else { self.walk_cold(second.next, key) }
     }
 
-    /// [`after_head`](Self::after_head) for the libibverbs search, out of
-    /// line: most look-ups end at the head, and the walk inline would cost
-    /// the profile's hot path registers (2-3 instructions per call,
-    /// `benches/gates.toml`).
+    /// [`walk`](Self::walk) for the libibverbs search, out of line: most
+    /// look-ups end at the head or the slot after it, and the walk inline
+    /// would cost the profile's hot path registers (2-3 instructions per
+    /// call, `benches/gates.toml`).
     #[cold]
     #[inline(never)]
-    fn after_head_cold(&self, head: &Head, key: [u64; 2]) -> Option<u32> {
-        self.after_head(head, key, |_| true)
+    fn walk_cold(&self, next: u16, key: [u64; 2]) -> Option<u32> {
+        self.walk(next, key, |_| true)
     }
 
     /// How many GID queries libibverbs would make for a search that ended
@@ -612,7 +627,7 @@ impl<const N: usize> GidTable<N> {
         if head.key == key && head.ty == ty && vlan.is_none_or(|v| v == head.vlan) {
             return Some(u32::from(head.idx));
         }
-        self.after_head(head, key, |s| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
+        self.walk(head.next, key, |s| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
     }
 }
 
