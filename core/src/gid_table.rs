@@ -6,13 +6,16 @@
 //! failing query: two system calls per entry, 60 on average over the public
 //! test corpus. The kernel walks its GID cache under a lock. Both return the
 //! **lowest** matching index. `GidTable` keeps the table in arrays sized by a
-//! const generic (it can live in a `static`) and keeps, per hash bucket, a
-//! chain of the non-empty slots in ascending index order. A look-up hashes
-//! the GID, walks one chain and returns the first slot that passes the
-//! profile's filter, which is therefore the lowest such index. Chains hold
-//! about one slot on average (there are `N` buckets for at most `N` slots),
-//! plus the duplicates of the GID (one per type and VLAN), whatever the table
-//! size.
+//! const generic (it can live in a `static`) and keeps, per hash bucket and
+//! type class (IB/RoCE v1, RoCE v2), a chain of the non-empty slots in
+//! ascending index order. A look-up hashes the GID, walks one chain and
+//! returns the first slot that passes the profile's filter, which is
+//! therefore the lowest such index. Chains hold less than one slot on
+//! average (there are `2N` buckets per class for at most `N` slots), plus
+//! the duplicates of the GID (one per type and VLAN), whatever the table
+//! size. Each chain's first slot is copied beside its head, so
+//! that a look-up whose GID is there (most of them) reads one record, and
+//! walks the chain only otherwise.
 //!
 //! The profile-specific rules:
 //!
@@ -116,7 +119,9 @@ const V2_SALT: u64 = 0xa076_1d64_78bd_642f;
 /// so a match also compares the class.
 #[inline(always)]
 fn tag(lo: u64, hi: u64, v2: bool) -> [u64; 2] {
-    [lo, hi ^ (V2_SALT & 0u64.wrapping_sub(u64::from(v2)))]
+    // One load (the table's address is a constant), not a select.
+    const SALTS: [u64; 2] = [0, V2_SALT];
+    [lo, hi ^ SALTS.get(usize::from(v2)).copied().unwrap_or(0)]
 }
 
 /// [`tag`] of a GID in wire order.
@@ -124,6 +129,65 @@ fn tag(lo: u64, hi: u64, v2: bool) -> [u64; 2] {
 fn tag_gid(gid: &[u8; 16], v2: bool) -> [u64; 2] {
     let v = u128::from_le_bytes(*gid);
     tag(v as u64, (v >> 64) as u64, v2)
+}
+
+/// The head of a chain: its first slot's key, type and VLAN, copied from
+/// the slot, and its index. A look-up compares the first slot here and
+/// goes on to the slots only when it does not match; the lowest index of
+/// the chain that matches is the lowest of the table, so a match here is
+/// the answer. An empty chain's head ([`vacant`]) holds a key that no
+/// search of its bucket can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+struct Head {
+    /// The first slot's [`Slot::key`].
+    key: [u64; 2],
+    /// The first slot's index, or [`NIL`].
+    idx: u16,
+    /// The second slot's index (the first slot's [`Slot::next`]), or
+    /// [`NIL`]: a look-up that does not end here reads that slot first.
+    next: u16,
+    /// The first slot's [`Slot::vlan`].
+    vlan: u16,
+    /// The first slot's [`Slot::ty`] (0 for an empty chain).
+    ty: u8,
+}
+
+impl Head {
+    /// The head of a chain whose first slot is `s`, at index `idx`.
+    #[inline(always)]
+    const fn of(idx: u16, s: &Slot) -> Head {
+        Head { key: s.key, idx, next: s.next, vlan: s.vlan, ty: s.ty }
+    }
+}
+
+/// The head of an empty chain of bucket `b` (of `buckets`): its key is
+/// one whose bucket is another, so no search that reaches this head can
+/// match it (every key, also the zero GID's, has exactly one bucket).
+const fn vacant(b: usize, buckets: usize) -> Head {
+    // Zero hashes to bucket 0; for bucket 0 the first small key of
+    // another bucket (with at least two buckets there is one).
+    let mut key = [0u64; 2];
+    if b == 0 {
+        let mut x = 1u64;
+        while bucket_of([x, 0], buckets) == 0 {
+            x = x.wrapping_add(1);
+        }
+        key = [x, 0];
+    }
+    Head { key, idx: NIL, next: NIL, vlan: NO_VLAN, ty: 0 }
+}
+
+/// The bucket of a [`tag`]ged GID among `buckets` (below 2^17).
+#[inline(always)]
+const fn bucket_of(key: [u64; 2], buckets: usize) -> usize {
+    // A folded multiply (as in foldhash): every input bit reaches the
+    // top bits, including the address bits of an IPv4-mapped GID, which
+    // all sit in the top half of the second word.
+    let m = ((key[0] ^ key[1]) as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let h = ((m as u64) ^ ((m >> 64) as u64)) >> 32;
+    // Lemire's multiply-shift range reduction: h < 2^32, buckets < 2^17.
+    ((h.wrapping_mul(buckets as u64)) >> 32) as usize
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +198,7 @@ struct Slot {
     ty: u8,
     vlan: u16,
     /// The next slot of this slot's chain (here, so that a search reads one
-    /// cache line per step), or [`NIL`].
+    /// cache line per step), or [`NIL`]. A chain holds one type class.
     next: u16,
 }
 
@@ -163,8 +227,8 @@ impl Slot {
 /// 65534.
 ///
 /// The layout is fixed (`repr(C)`) so that what a search reads comes first:
-/// the port and the multicast count, then the chain heads, then the slots;
-/// in a small table these share the first cache lines.
+/// the port and the multicast count, then the chain heads (a search that
+/// finds its GID in the head reads nothing else), then the slots.
 #[derive(Clone)]
 #[repr(C)]
 pub struct GidTable<const N: usize> {
@@ -177,8 +241,10 @@ pub struct GidTable<const N: usize> {
     len: u32,
     live: u32,
     generation: u64,
-    /// Chain heads: `2N` buckets (load factor at most one half).
-    head: [[u16; 2]; N],
+    /// Chain heads: `2N` buckets (load factor at most one half) of two
+    /// classes, the head of bucket `b` and class `v2` at `2b + v2`
+    /// ([`GidTable::head`]).
+    heads: [[Head; 4]; N],
     slots: [Slot; N],
     /// Netdev interface index per slot (cold: only [`GidTable::get`]).
     ifindex: [u32; N],
@@ -209,7 +275,7 @@ impl<const N: usize> GidTable<N> {
             multicast: 0,
             first_empty: if len > 0 { 0 } else { u32::MAX },
             slots: [Slot::EMPTY; N],
-            head: [[NIL; 2]; N],
+            heads: Self::vacant_heads(),
             ifindex: [0; N],
         }
     }
@@ -254,17 +320,35 @@ impl<const N: usize> GidTable<N> {
         self.generation = generation;
     }
 
-    /// The bucket of a [`tag`]ged GID.
+    /// The bucket of a [`tag`]ged GID: one of `2N`.
     #[inline(always)]
-    fn bucket(key: [u64; 2]) -> usize {
-        // A folded multiply (as in foldhash): every input bit reaches the
-        // top bits, including the address bits of an IPv4-mapped GID, which
-        // all sit in the top half of the second word.
-        let m = u128::from(key[0] ^ key[1]) * 0x9e37_79b9_7f4a_7c15;
-        let h = ((m as u64) ^ ((m >> 64) as u64)) >> 32;
-        // Lemire's multiply-shift range reduction to 2N buckets: h < 2^32,
-        // 2N < 2^17.
-        ((h.wrapping_mul((N as u64) << 1)) >> 32) as usize
+    const fn bucket(key: [u64; 2]) -> usize {
+        bucket_of(key, N << 1)
+    }
+
+    /// Where the head of the chain of `key` (bucket) and `v2` (class) is,
+    /// in the flattened [`GidTable::heads`].
+    #[inline(always)]
+    const fn head_at(key: [u64; 2], v2: bool) -> usize {
+        (Self::bucket(key) << 1) | v2 as usize
+    }
+
+    /// The head of the chain of `key` and `v2` (`None` never happens: the
+    /// bucket is in range).
+    #[inline(always)]
+    fn head(&self, key: [u64; 2], v2: bool) -> Option<&Head> {
+        self.heads.as_flattened().get(Self::head_at(key, v2))
+    }
+
+    /// Every chain empty.
+    const fn vacant_heads() -> [[Head; 4]; N] {
+        let mut heads = [[vacant(1, N << 1); 4]; N];
+        // Bucket 0's two heads (classes v1 and v2) are the first two.
+        if let Some([v1, v2, _, _]) = heads.first_mut() {
+            *v1 = vacant(0, N << 1);
+            *v2 = vacant(0, N << 1);
+        }
+        heads
     }
 
     /// Stores `entry` at `index`, replacing what was there.
@@ -313,7 +397,7 @@ impl<const N: usize> GidTable<N> {
     /// Empties every slot, keeping port, length and generation.
     pub fn clear_all(&mut self) {
         self.slots = [Slot::EMPTY; N];
-        self.head = [[NIL; 2]; N];
+        self.heads = Self::vacant_heads();
         self.ifindex = [0; N];
         self.live = 0;
         self.multicast = 0;
@@ -326,22 +410,20 @@ impl<const N: usize> GidTable<N> {
         if slot.ty == 0 {
             return;
         }
-        let b = Self::bucket(slot.key);
-        let after = self.slots.get(i).map_or(NIL, |s| s.next);
+        let at = Self::head_at(slot.key, slot.v2());
         let mut prev: Option<usize> = None;
-        let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
+        let first = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let mut cur = first;
         while cur != NIL {
             if usize::from(cur) == i {
                 match prev {
-                    None => {
-                        if let Some(h) = self.head.as_flattened_mut().get_mut(b) {
-                            *h = after;
-                        }
-                    }
+                    None => self.set_head(at, slot.next),
                     Some(p) => {
                         if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
-                            *n = after;
+                            *n = slot.next;
                         }
+                        // The head copies the first slot's `next`.
+                        self.set_head(at, first);
                     }
                 }
                 break;
@@ -359,10 +441,11 @@ impl<const N: usize> GidTable<N> {
     /// Inserts occupied slot `i` into its chain, keeping ascending order.
     fn link(&mut self, i: usize) {
         let Some(slot) = self.slots.get(i).copied() else { return };
-        let b = Self::bucket(slot.key);
+        let at = Self::head_at(slot.key, slot.v2());
         let idx = i as u16;
         let mut prev: Option<usize> = None;
-        let mut cur = self.head.as_flattened().get(b).copied().unwrap_or(NIL);
+        let first = self.heads.as_flattened().get(at).map_or(NIL, |h| h.idx);
+        let mut cur = first;
         while cur != NIL && cur < idx {
             prev = Some(usize::from(cur));
             cur = self.slots.get(usize::from(cur)).map_or(NIL, |s| s.next);
@@ -371,16 +454,27 @@ impl<const N: usize> GidTable<N> {
             *n = cur;
         }
         match prev {
-            None => {
-                if let Some(h) = self.head.as_flattened_mut().get_mut(b) {
-                    *h = idx;
-                }
-            }
+            None => self.set_head(at, idx),
             Some(p) => {
                 if let Some(n) = self.slots.get_mut(p).map(|s| &mut s.next) {
                     *n = idx;
                 }
+                // The head copies the first slot's `next`.
+                self.set_head(at, first);
             }
+        }
+    }
+
+    /// Makes slot `first` (or nothing, [`NIL`]) the first of the chain whose
+    /// head is at `at`, copying it into the head (again after a change
+    /// behind it: the head holds the first slot's `next`).
+    fn set_head(&mut self, at: usize, first: u16) {
+        let head = match self.slots.get(usize::from(first)) {
+            Some(s) => Head::of(first, s),
+            None => vacant(at >> 1, N << 1),
+        };
+        if let Some(h) = self.heads.as_flattened_mut().get_mut(at) {
+            *h = head;
         }
     }
 
@@ -412,17 +506,31 @@ impl<const N: usize> GidTable<N> {
     }
 
     /// The occupied slots whose [`tag`] is `key` and whose class is `v2`,
-    /// in ascending index order (the chain `key` hashes to, filtered).
+    /// in ascending index order (the chain `key` and `v2` hash to, filtered).
     #[inline(always)]
     fn chain(&self, key: [u64; 2], v2: bool) -> impl Iterator<Item = (u32, &Slot)> + '_ {
-        let mut cur = self.head.as_flattened().get(Self::bucket(key)).copied().unwrap_or(NIL);
+        self.chain_from(self.head(key, v2).map_or(NIL, |h| h.idx), key)
+    }
+
+    /// The slots of a chain from slot `first` on whose key is `key`.
+    #[inline(always)]
+    fn chain_from(&self, first: u16, key: [u64; 2]) -> impl Iterator<Item = (u32, &Slot)> + '_ {
+        let mut cur = first;
         core::iter::from_fn(move || {
             let i = cur;
             let s = self.slots.get(usize::from(i))?;
             cur = s.next;
             Some((u32::from(i), s))
         })
-        .filter(move |(_, s)| s.key == key && s.v2() == v2)
+        .filter(move |(_, s)| s.key == key)
+    }
+
+    /// The rest of a look-up whose chain's slots before `next` did not
+    /// pass: the lowest slot from `next` on with key `key` that passes
+    /// `pass`.
+    #[inline(always)]
+    fn walk(&self, next: u16, key: [u64; 2], pass: impl Fn(&Slot) -> bool) -> Option<u32> {
+        self.chain_from(next, key).find(|(_, s)| pass(s)).map(|(i, _)| i)
     }
 
     /// Whether some entry's GID is multicast ([`Gid::is_multicast_any`]:
@@ -467,7 +575,25 @@ impl<const N: usize> GidTable<N> {
         if !self.answers(port) {
             return None;
         }
-        self.chain(tag(gid.0, gid.1, want_v2), want_v2).next().map(|(i, _)| i)
+        let key = tag(gid.0, gid.1, want_v2);
+        let head = self.head(key, want_v2)?;
+        // A chain holds one class: the key decides.
+        if head.key == key {
+            return Some(u32::from(head.idx));
+        }
+        // The second slot inline, the rest of the chain out of line.
+        let second = self.slots.get(usize::from(head.next))?;
+        if second.key == key { Some(u32::from(head.next)) } else { self.walk_cold(second.next, key) }
+    }
+
+    /// [`walk`](Self::walk) for the libibverbs search, out of line: most
+    /// look-ups end at the head or the slot after it, and the walk inline
+    /// would cost the profile's hot path registers (2-3 instructions per
+    /// call, `benches/gates.toml`).
+    #[cold]
+    #[inline(never)]
+    fn walk_cold(&self, next: u16, key: [u64; 2]) -> Option<u32> {
+        self.walk(next, key, |_| true)
     }
 
     /// How many GID queries libibverbs would make for a search that ended
@@ -496,9 +622,12 @@ impl<const N: usize> GidTable<N> {
     pub(crate) fn find_kernel_words(&self, gid: (u64, u64), gid_type: GidType, vlan: Option<u16>) -> Option<u32> {
         let ty = (gid_type as u8).wrapping_add(1);
         let v2 = ty == TY_ROCE_V2;
-        self.chain(tag(gid.0, gid.1, v2), v2)
-            .find(|(_, s)| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
-            .map(|(i, _)| i)
+        let key = tag(gid.0, gid.1, v2);
+        let head = self.head(key, v2)?;
+        if head.key == key && head.ty == ty && vlan.is_none_or(|v| v == head.vlan) {
+            return Some(u32::from(head.idx));
+        }
+        self.walk(head.next, key, |s| s.ty == ty && vlan.is_none_or(|v| v == s.vlan))
     }
 }
 

@@ -5,118 +5,115 @@
 	pushq %r13
 	pushq %r12
 	pushq %rbx
-	movzbl (%rsi), %edx
-	movzbl 28(%rsi), %ebp
-	andb $-16, %dl
-	movzwl 20(%rsi), %r8d
+	movzbl (%rsi), %r8d
+	movzbl 28(%rsi), %ebx
+	andb $-16, %r8b
+	movzwl 20(%rsi), %eax
 	movq 22(%rsi), %xmm0
 	pxor %xmm1, %xmm1
 	punpcklwd %xmm1, %xmm0
-	movq 32(%rsi), %rax
-	movq %rax, %xmm2
+	movq 32(%rsi), %r15
+	movq %r15, %xmm2
 	punpcklwd %xmm1, %xmm2
 	pshufd $238, %xmm2, %xmm1
 	paddd %xmm2, %xmm1
 	pshufd $85, %xmm1, %xmm2
 	paddd %xmm1, %xmm2
-	movd %xmm2, %ecx
+	movd %xmm2, %edx
 	pshufd $238, %xmm0, %xmm1
 	paddd %xmm0, %xmm1
 	pshufd $85, %xmm1, %xmm0
 	paddd %xmm1, %xmm0
 	movd %xmm0, %r9d
-	addl %r8d, %r9d
-	addl %ecx, %r9d
-	movl %r9d, %ecx
-	shrl $16, %ecx
-	addl %r9d, %ecx
-	xorw 30(%rsi), %cx
-	cmpw $-1, %cx
+	addl %eax, %r9d
+	addl %edx, %r9d
+	movl %r9d, %edx
+	shrl $16, %edx
+	addl %r9d, %edx
+	xorw 30(%rsi), %dx
+	cmpw $-1, %dx
 	sete %r9b
-	movl %r8d, %r10d
-	andb $-16, %r10b
-	xorl %r11d, %r11d
-	cmpb $64, %r10b
-	sete %r11b
-	andb $15, %r8b
-	cmpb $5, %r8b
+	xorb $69, %al
+	xorl %edx, %edx
+	cmpb $16, %al
+	setb %dl
+	testb $15, %al
 	sete %r10b
 	andb %r9b, %r10b
-	cmpb $96, %dl
-	sete %dl
+	cmpb $96, %r8b
+	sete %r8b
 	movzbl %r10b, %r9d
-	cmovel %r9d, %r11d
+	cmovel %r9d, %edx
 	xorb $1, %r9b
-	andb %dl, %r9b
-	movq (%rsi), %r15
-	movl %r15d, %edx
-	bswapl %edx
-	movq %r15, %rcx
+	andb %r8b, %r9b
+	movq (%rsi), %r14
+	movl %r14d, %r8d
+	bswapl %r8d
+	movq %r14, %rcx
 	shrq $48, %rcx
-	movq %rcx, %rbx
+	movq %rcx, %r12
 	movq %rcx, -8(%rsp)
-	shrq $56, %r15
-	movq %rax, %r10
+	shrq $56, %r14
+	movq %r15, %r10
 	shlq $32, %r10
-	movl $4294901760, %r12d
-	orq %r12, %r10
-	movabsq $-4294967296, %r14
-	andq %rax, %r14
-	orq %r12, %r14
-	movb %bpl, %r8b
-	shrl $12, %edx
-	andl $65280, %edx
-	orl %r15d, %edx
-	xorl %r15d, %r15d
-	testb %r11b, %r11b
-	cmovnel %r8d, %edx
-	movq 24(%rsi), %r8
-	cmovneq %r15, %r8
-	cmoveq %rax, %r14
+	movl $4294901760, %ecx
+	orq %rcx, %r10
+	movb %bl, %al
+	shrl $12, %r8d
+	andl $65280, %r8d
+	orl %r14d, %r8d
+	movl %r15d, %ebx
+	xorq %rcx, %rbx
+	xorl %ecx, %ecx
+	testb %dl, %dl
+	cmovnel %eax, %r8d
+	cmoveq %rcx, %rbx
+	movq 24(%rsi), %r14
+	cmovneq %rcx, %r14
 	cmoveq 16(%rsi), %r10
-	movq %rdi, %rcx
-	movq 8(%rsi), %rsi
-	cmovneq %r15, %rsi
-	xorl %eax, %eax
-	movzbl %r8b, %edi
-	cmpq $255, %rdi
+	movzbl %r14b, %eax
+	movq 8(%rsi), %r11
+	cmovneq %rcx, %r11
+	xorl %ecx, %ecx
+	cmpq $255, %rax
 	sete %bpl
-	setne %dil
-	xorl %r12d, %r12d
-	andb %r9b, %dil
-	setne %r12b
-	cmpb $17, %bl
-	sete %r15b
-	leal (%r12,%r12,2), %r12d
-	cmovel %eax, %r12d
-	orb %r11b, %r15b
-	movl %r9d, %r13d
-	orb %r11b, %r13b
-	xorb $1, %r13b
+	setne %sil
+	xorl %r13d, %r13d
+	andb %r9b, %sil
+	setne %r13b
+	cmpb $17, %r12b
+	sete %r12b
+	leal (%r13,%r13,2), %r13d
+	cmovel %ecx, %r13d
+	orb %dl, %r12b
+	xorq %r15, %rbx
+	movl %r9d, %ecx
+	orb %dl, %cl
+	xorb $1, %cl
 	movabsq $1030792151040, %rax
-	andq %r14, %rax
-	movabsq $962072674304, %rbx
-	cmpq %rbx, %rax
+	andq %r15, %rax
+	movabsq $962072674304, %r15
+	cmpq %r15, %rax
 	sete %al
-	andb %r11b, %al
+	andb %dl, %al
 	andb %r9b, %bpl
 	orb %al, %bpl
 	addb %bpl, %bpl
 	cmpb $27, -8(%rsp)
 	movl $0, %eax
-	cmovel %eax, %r12d
+	cmovel %eax, %r13d
+	orb %cl, %bpl
 	orb %r13b, %bpl
-	orb %r12b, %bpl
-	movb %bpl, 3(%rcx)
-	movb %r11b, (%rcx)
-	movq %r8, 4(%rcx)
-	movq %r14, 12(%rcx)
-	movb %r15b, 1(%rcx)
-	movq %rsi, 20(%rcx)
-	movq %r10, 28(%rcx)
-	movb %dil, 2(%rcx)
-	movw %dx, 36(%rcx)
-	movq %rcx, %rax
+	movb %bpl, 3(%rdi)
+	movb %dl, (%rdi)
+	movq %r14, 4(%rdi)
+	movq %rbx, 12(%rdi)
+	movb %r12b, 1(%rdi)
+	movq %r11, 20(%rdi)
+	movq %r10, 28(%rdi)
+	movb %sil, 2(%rdi)
+	movw %r8w, 36(%rdi)
+	movq %rdi, %rax
 	popq %rbx
 	popq %r12
 	popq %r13

@@ -1,5 +1,6 @@
 # udah_asm_net_type_by_grh, rustc 1.95.0 (59807616e 2026-04-14)
 	movzbl (%rdi), %eax
+	andb $-16, %al
 	movl 20(%rdi), %ecx
 	movl 24(%rdi), %edx
 	movzwl 28(%rdi), %esi
@@ -19,27 +20,24 @@
 	shrl $16, %esi
 	addl %edx, %esi
 	xorw 30(%rdi), %si
-	andb $-16, %al
 	cmpw $-1, %si
 	sete %dl
-	movl %ecx, %esi
-	andb $-16, %sil
-	xorl %r8d, %r8d
-	cmpb $64, %sil
-	sete %r8b
-	andb $15, %cl
-	cmpb $5, %cl
+	xorb $69, %cl
+	xorl %esi, %esi
+	cmpb $16, %cl
+	setb %sil
+	testb $15, %cl
 	sete %cl
 	andb %dl, %cl
 	cmpb $96, %al
 	movzbl %cl, %eax
-	cmovel %eax, %r8d
+	cmovel %eax, %esi
 	cmpb $17, 6(%rdi)
 	sete %al
 	addb %al, %al
 	incb %al
 	movzbl %al, %ecx
-	testb %r8b, %r8b
+	testb %sil, %sil
 	movl $2, %eax
 	cmovel %ecx, %eax
 	retq

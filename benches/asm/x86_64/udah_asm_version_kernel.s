@@ -22,23 +22,21 @@
 	sete %cl
 	movzbl (%rdi), %edx
 	andb $-16, %dl
-	movl %eax, %esi
-	andb $-16, %sil
-	xorl %edi, %edi
-	cmpb $64, %sil
-	sete %dil
-	andb $15, %al
-	cmpb $5, %al
-	sete %al
+	xorb $69, %al
 	xorl %esi, %esi
+	cmpb $16, %al
+	setb %sil
+	testb $15, %al
+	sete %al
+	xorl %edi, %edi
 	andb %cl, %al
 	movl $6, %ecx
-	cmovnel %esi, %ecx
+	cmovnel %edi, %ecx
 	cmpb $96, %dl
 	movzbl %al, %eax
-	cmovel %eax, %edi
-	cmovnel %esi, %ecx
-	testb %dil, %dil
+	cmovel %eax, %esi
+	cmovnel %edi, %ecx
+	testb %sil, %sil
 	movl $4, %eax
 	cmovel %ecx, %eax
 	retq

@@ -21,23 +21,21 @@
 	cmpw $-1, %dx
 	sete %dl
 	andb $-16, %al
-	movl %ecx, %esi
-	andb $-16, %sil
-	xorl %edi, %edi
-	cmpb $64, %sil
-	sete %dil
-	andb $15, %cl
-	cmpb $5, %cl
-	sete %cl
+	xorb $69, %cl
 	xorl %esi, %esi
+	cmpb $16, %cl
+	setb %sil
+	testb $15, %cl
+	sete %cl
+	xorl %edi, %edi
 	andb %dl, %cl
 	movl $6, %edx
-	cmovnel %esi, %edx
+	cmovnel %edi, %edx
 	cmpb $96, %al
 	movzbl %cl, %eax
-	cmovel %eax, %edi
-	cmovnel %esi, %edx
-	testb %dil, %dil
+	cmovel %eax, %esi
+	cmovnel %edi, %edx
+	testb %sil, %sil
 	movl $4, %eax
 	cmovel %edx, %eax
 	retq

@@ -22,7 +22,7 @@
 
 use super::ProfileError;
 use super::attr::{AhType, Dmac, HopLimit, RdmaAhAttr, RdmaGlobalRoute};
-use super::wc::{IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_VLAN, KernelWc};
+use super::wc::{Completion, IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_VLAN, KernelWc};
 use crate::attr::{AttrWords, word2, word3};
 use crate::error::KernelError;
 use crate::gid_table::{GidTable, GidType, LinkLayer};
@@ -243,9 +243,29 @@ pub fn words<const N: usize>(
     evidence: Evidence,
     route_hop_limit: u8,
 ) -> Result<AttrWords, ProfileError> {
-    match hot(table, wc, area, evidence, route_hop_limit) {
+    words_of(table, wc, area, evidence, route_hop_limit)
+}
+
+/// [`words`] for any [`Completion`]: the hot path takes the kernel view of
+/// `wc` in registers, and only the cold path takes it again (so that the
+/// hot path never writes the completion to memory for it).
+#[inline(always)]
+pub(crate) fn words_of<C: Completion + ?Sized, const N: usize>(
+    table: &GidTable<N>,
+    wc: &C,
+    area: &Area,
+    evidence: Evidence,
+    route_hop_limit: u8,
+) -> Result<AttrWords, ProfileError> {
+    match hot(table, &wc.kernel(), area, evidence, route_hop_limit) {
         Some(w) => Ok(AttrWords::from_raw(w)),
-        None => cold_words(table, wc, area, evidence, route_hop_limit),
+        // Without evidence, no evidence to pass (a constant `evidence`
+        // folds the choice away): the hot path does not write it to
+        // memory either.
+        None => match evidence {
+            Evidence::None => cold_words(table, wc, area, Evidence::None, route_hop_limit),
+            _ => cold_words(table, wc, area, evidence, route_hop_limit),
+        },
     }
 }
 
@@ -289,8 +309,9 @@ fn hot<const N: usize>(
             // IPv4 header both are IPv4-mapped by construction. Decided
             // before the search, without a branch per case.
             let ll = (net_type == NetworkType::RoceV1) & view::words_link_local(remote);
-            let mismatch = !is4 & (view::words_ipv4_mapped(local) != view::words_ipv4_mapped(remote));
-            if mismatch & !ll {
+            // In the order of the likely answers: IPv4 (no test), then
+            // the same family on both sides.
+            if !is4 && view::words_ipv4_mapped(local) != view::words_ipv4_mapped(remote) && !ll {
                 return None;
             }
             let index = table.find_kernel_words(local, gid_type, Some(vlan))?;
@@ -319,14 +340,14 @@ fn hot<const N: usize>(
 /// validation.
 #[cold]
 #[inline(never)]
-fn cold_words<const N: usize>(
+fn cold_words<C: Completion + ?Sized, const N: usize>(
     table: &GidTable<N>,
-    wc: &KernelWc,
+    wc: &C,
     area: &Area,
     evidence: Evidence,
     route_hop_limit: u8,
 ) -> Result<AttrWords, ProfileError> {
-    let a = init_ah_attr_from_wc_with(table, wc, Some(area), evidence).map_err(ProfileError::Kernel)?;
+    let a = init_ah_attr_from_wc_with(table, &wc.kernel(), Some(area), evidence).map_err(ProfileError::Kernel)?;
     a.to_words(route_hop_limit).map_err(ProfileError::Attr)
 }
 

@@ -30,12 +30,14 @@
 //!
 //! [`init_ah_from_wc`] is built for the common case, a packet from a peer
 //! whose destination is one of the port's own addresses, and finishes it in
-//! about 140 instructions (`benches/gates.toml`): the generic fields, the
+//! about 120 instructions (`benches/gates.toml`): the generic fields, the
 //! `IBV_WC_GRH` test, one read of the area in `wire` ([`View`], the header
 //! type included), a lean branch-free selection of the fields (those of
 //! [`classify`] without the failure detail), one probe of the table's
-//! stored entries and one write of the attribute; nothing after the read
-//! goes back to the area. Anything else goes out of line, where the full
+//! stored entries (its chain's head, rarely the slot after it) and one
+//! write of the attribute; nothing after the read goes back to the area.
+//! Anything else goes out of line (reading the area again, so that the hot
+//! path keeps none of it alive across the search), where the full
 //! classification (that of [`classify_with`], from the same selection) and
 //! [`GidTable::find_libibverbs`] decide: every failure, a search for the zero GID (which only empty slots
 //! match), and any packet when the table holds a multicast GID. That last
@@ -217,7 +219,7 @@ fn route(v: &View) -> Route {
         want_v2: is4 | nh_v2,
         is4,
         is6,
-        local: select_words(is4, v.dst4, v.dgid),
+        local: v.local(is4),
         remote: select_words(is4, v.src4, v.sgid),
         hop_limit,
         traffic_class,
@@ -309,8 +311,8 @@ pub fn init_ah_from_wc_with<const N: usize>(
 /// the lean classifier ([`route`]) in registers, one probe of the stored
 /// entries, one write of the attribute. Everything else (every failure, a
 /// zero-GID search, a table holding a multicast GID) goes out of line, to
-/// [`miss`] or [`slow`] with the [`Route`] (which holds every field of the
-/// area they need: the area is read once, by [`read`]), or to [`plain`].
+/// [`undecided`] (which reads the area again, then [`miss`] or [`slow`]
+/// decide from its [`Route`]), or to [`plain`].
 #[inline(always)]
 fn init_impl<const N: usize, T: Output>(
     table: &GidTable<N>,
@@ -329,19 +331,43 @@ fn init_impl<const N: usize, T: Output>(
     if table.holds_multicast() {
         return plain(table, port_num, wc, area, evidence);
     }
-    // The area read once; nothing below reads it again.
+    // The area read once; nothing below on the hot path reads it again.
     let r = match read(port_num, wc, area, evidence) {
         Ok(v) => route(&v),
         Err(words) => return Ok(T::from_words(words)),
     };
     let found = if r.search { table.find_libibverbs_stored(port_num, r.local, r.want_v2) } else { None };
     let Some(index) = found else {
+        // Without evidence, no evidence to pass (a constant `evidence`
+        // folds this away).
         return match evidence {
-            Evidence::None => miss(table, port_num, wc, r),
-            _ => slow(table, port_num, wc, r, true),
+            Evidence::None => undecided(table, port_num, wc, area, Evidence::None),
+            _ => undecided(table, port_num, wc, area, evidence),
         };
     };
     Ok(T::from_words(found_words(port_num, wc, &r, index)))
+}
+
+/// What the hot path of [`init_impl`] left undecided (a failure, a search
+/// that found no stored entry), out of line: the area read again (so that
+/// the hot path keeps nothing of the view alive across the search that
+/// only this path needs), then [`miss`] or, with evidence, [`slow`].
+#[cold]
+#[inline(never)]
+fn undecided<const N: usize, T: Output>(
+    table: &GidTable<N>,
+    port_num: u8,
+    wc: &IbvWc,
+    area: &Area,
+    evidence: Evidence,
+) -> Result<T, IbvFailure> {
+    match read(port_num, wc, area, evidence) {
+        Ok(v) => match evidence {
+            Evidence::None => miss(table, port_num, wc, route(&v)),
+            _ => slow(table, port_num, wc, route(&v), true),
+        },
+        Err(words) => Ok(T::from_words(words)),
+    }
 }
 
 /// [`init_impl`] for a table that holds a multicast GID, out of line: the

@@ -62,8 +62,10 @@ impl HeaderVersion {
 /// test, the IPv4 header's first byte and the checksum verdict.
 #[inline(always)]
 fn heuristic_flags(six: bool, ver_ihl: u8, csum_ok: bool) -> (bool, bool) {
-    let v4nib = ver_ihl >> 4 == 4;
-    let ihl5 = ver_ihl & 0xf == 5;
+    // Both nibbles against `0x45` with one xor.
+    let d = ver_ihl ^ 0x45;
+    let v4nib = d & 0xf0 == 0;
+    let ihl5 = d & 0x0f == 0;
     let by_csum = ihl5 & csum_ok;
     let is4 = (!six & v4nib) | (six & by_csum);
     let is6 = six & !by_csum;
