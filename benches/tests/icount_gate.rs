@@ -111,21 +111,28 @@ fn instructions_per_call_within_gates() {
             failures.push(format!("gate {name}: no such target in icount"));
         }
     }
-    // The foundation issue's target: <= 150 instructions per WC for every
-    // family at 256 entries, enforced. Per WC = per call minus the bare
-    // driver loop (`baseline`: cycling through the inputs and consuming a
-    // result, with no call), i.e. the instructions the WC itself costs.
+    // The foundation issue's target, <= 150 instructions per WC for every
+    // family at 256 entries, and issue #15's, <= 120 for the GRH families
+    // (met on 2026-12-03: 118.6 / 119.3 / 114.3), enforced. Per WC = per
+    // call minus the bare driver loop (`baseline`: cycling through the
+    // inputs and consuming a result, with no call), i.e. the instructions
+    // the WC itself costs.
     let base = per_call.get("udah_icount_baseline").copied().unwrap_or(0.0);
-    for fam in ["ib_nogrh", "rocev1", "rocev2_ipv6", "rocev2_ipv4"] {
-        if let Some(ipc) = per_call.get(&format!("udah_icount_libibverbs_{fam}_256")) {
-            let net = ipc - base;
-            let verdict = if net <= 150.0 { "met" } else { "NOT MET" };
-            eprintln!(
-                "issue target <= 150 per WC, libibverbs {fam}/256: {net:.1} per WC ({ipc:.1} with the loop): {verdict}"
-            );
-            if net > 150.0 {
-                failures.push(format!("libibverbs {fam}/256: {net:.1} instructions per WC > 150 (the issue's target)"));
+    for (fam, target) in [("ib_nogrh", 150.0), ("rocev1", 120.0), ("rocev2_ipv6", 120.0), ("rocev2_ipv4", 120.0)] {
+        match per_call.get(&format!("udah_icount_libibverbs_{fam}_256")) {
+            Some(ipc) => {
+                let net = ipc - base;
+                let verdict = if net <= target { "met" } else { "NOT MET" };
+                eprintln!(
+                    "issue target <= {target} per WC, libibverbs {fam}/256: {net:.1} per WC ({ipc:.1} with the loop): {verdict}"
+                );
+                if net > target {
+                    failures.push(format!(
+                        "libibverbs {fam}/256: {net:.1} instructions per WC > {target} (the issue's target)"
+                    ));
+                }
             }
+            None => failures.push(format!("libibverbs {fam}/256: no such target in icount")),
         }
     }
     // Flat in table size: a 256-entry table costs what a 4-entry one costs.
