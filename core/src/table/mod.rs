@@ -1106,7 +1106,13 @@ impl<H, const N: usize> AhTable<H, N> {
     #[inline(always)]
     fn probe_from(&self, key: &Key, h: u64, extra: u64) -> Probe {
         match self.probe_window(key, home_of(h, Self::MASK), extra) {
-            Probe::Miss if Self::TWO => self.probe_alt(key, h, extra),
+            // A copy of the key for the out-of-line call, made here: its
+            // stores stay on this cold path (through `key` itself, the key
+            // went to memory on every look-up, 4 stores).
+            Probe::Miss if Self::TWO => {
+                let k = *key;
+                self.probe_alt(&k, h, extra)
+            }
             p => p,
         }
     }
