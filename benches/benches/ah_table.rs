@@ -1114,9 +1114,19 @@ fn icount_gate() {
         // Through a `Session` (lease hits: more instructions than the
         // table's hit, but no locked one). The issue's targets are for the
         // table's own hit above (issue #15: 80); `resolve`'s 250 applies to both.
-        ("session_hit", Some(118.0), None),
-        ("session_hit_prepared", Some(77.0), None),
-        ("session_hit_release", Some(151.0), None),
+        // session_hit and session_hit_prepared raised on 2026-12-03 (branch
+        // `table`), because they now measure a session's lease hits: until
+        // then a session with 64 peers or more in a cycle judged its first
+        // 64 look-ups, all warm-up misses, "not paying" and made every
+        // look-up on the shared path, so these rows were the shared path
+        // plus the bypass test (114.3, 74.6, 146.3, 273.3). With the
+        // warm-up fills not counted, the lease path first measured 146.3,
+        // 103.0, 165.6, 298.0; with a cheaper lease hit (one tally word, no
+        // lifecycle-word load, the window scanned inline, the key stored
+        // only on the cold path): 120.3, 82.3, 141.3, 274.3, plus ~3 %.
+        ("session_hit", Some(124.0), None),
+        ("session_hit_prepared", Some(85.0), None),
+        ("session_hit_release", Some(146.0), None),
         ("session_resolve", Some(282.0), Some(250.0)),
     ] {
         let v = per(t) - base;
