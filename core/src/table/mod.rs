@@ -1126,8 +1126,12 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The lock-free probe of the window that starts at `home`.
     #[inline(always)]
     fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
-        for i in 0..Self::WINDOW {
-            let idx = home.wrapping_add(i) & Self::MASK;
+        // The slot index itself steps (from `home + i` each time, the first
+        // slot cost a reload and an add more).
+        let mut next_idx = home & Self::MASK;
+        for _ in 0..Self::WINDOW {
+            let idx = next_idx;
+            next_idx = idx.wrapping_add(1) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
             let mut m = slot.meta.load(Ordering::Acquire);
             let mut tries = 0u32;
