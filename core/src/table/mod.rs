@@ -1146,7 +1146,13 @@ impl<H, const N: usize> AhTable<H, N> {
     #[inline(always)]
     fn probe_from(&self, key: &Key, h: u64, extra: u64) -> Probe {
         match self.probe_window(key, home_of(h, Self::MASK), extra) {
-            Probe::Miss if Self::TWO => self.probe_alt(key, h, extra),
+            // A copy of the key for the out-of-line call, made here: its
+            // stores stay on this cold path (through `key` itself, the key
+            // went to memory on every look-up, 4 stores).
+            Probe::Miss if Self::TWO => {
+                let k = *key;
+                self.probe_alt(&k, h, extra)
+            }
             p => p,
         }
     }
@@ -1160,8 +1166,12 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The lock-free probe of the window that starts at `home`.
     #[inline(always)]
     fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
-        for i in 0..Self::WINDOW {
-            let idx = home.wrapping_add(i) & Self::MASK;
+        // The slot index itself steps (from `home + i` each time, the first
+        // slot cost a reload and an add more).
+        let mut next_idx = home & Self::MASK;
+        for _ in 0..Self::WINDOW {
+            let idx = next_idx;
+            next_idx = idx.wrapping_add(1) & Self::MASK;
             let Some(slot) = self.slots.get(idx) else { continue };
             let mut m = slot.meta.load(Ordering::Acquire);
             let mut tries = 0u32;

@@ -22,10 +22,16 @@
 //! evicted, destroyed or reused: its key and AH stay as they are. So when the
 //! window scan finds the key in a slot on whose current incarnation the
 //! session holds a lease with a reference left, what it read of the slot is
-//! that incarnation's, whatever the order of the loads; the lifecycle word
-//! is loaded only to check that the incarnation is still `LIVE` (a retired
-//! entry must not be found by new look-ups). Without such a lease nothing
-//! the scan read is trusted: the look-up goes to the table's probe.
+//! that incarnation's, whatever the order of the loads. A retired entry must
+//! not be found by new look-ups, and the lifecycle word need not be read to
+//! know it: a referenced incarnation leaves `LIVE` only by a retirement
+//! (eviction and destruction need refcount 0), and every retirement bumps
+//! the table's reclaim epoch after its compare-and-swap (the sweeps and
+//! `retire_slot`), so a look-up that a retirement happens before sees the
+//! new epoch, gives its leases back and goes to the table; one concurrent
+//! with it may be served, as it could have been just before. Without such a
+//! lease nothing the scan read is trusted: the look-up goes to the table's
+//! probe.
 //! References are interchangeable: a handle from a session may be released
 //! to the table and the other way round.
 //!
@@ -52,17 +58,18 @@
 //!
 //! # When leases do not pay
 //!
-//! A lease hit costs fewer instructions than the table's hit and no locked
-//! one, but a lease miss costs more than the table's hit (the session's own
+//! A lease hit takes no locked instruction (its instructions: about 18 more
+//! than the table's hit in `benches/benches/ah_table.rs`), but a lease miss costs more than the table's hit (the session's own
 //! scan, giving a lease back, taking a new one): a thread with more hot
 //! peers than leases, or peers that rarely repeat, would pay twice the
 //! shared path on every completion. So every 64 lease misses a session
 //! judges: if fewer than half of its look-ups since the last judgement were
-//! lease hits, it gives every lease back and makes its next 4,096 look-ups
+//! lease hits (the first 64 misses that only fill an empty lease count as
+//! neither: a session's warm-up, where every peer misses once), it gives every lease back and makes its next 4,096 look-ups
 //! exactly as the shared table does, then tries leases again; each trial in
 //! a row that fails doubles the next bypass, up to 65,536 look-ups, and a
 //! trial that pays resets it. A thrashing session thus costs the shared
-//! path plus a trial (64 lease misses and a flush) per 65,536 look-ups, and
+//! path plus a trial (at most 128 lease misses and a flush) per 65,536 look-ups, and
 //! a session whose peers repeat keeps its leases (one whose peers start
 //! repeating takes leases again within 65,536 look-ups).
 //!
@@ -74,7 +81,7 @@
 //! snapshot of the table's counters may lag by that much per lease.
 
 use super::key::{Key, alt_of, home_of};
-use super::slot::{GEN_BITS, STATE_MASK, USED, live_bits};
+use super::slot::USED;
 use super::{AhHandle, AhTable, Lookup, Probe, RawHandle, TableError, raw};
 use crate::attr::{AhAttr, AttrWords};
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal};
@@ -102,26 +109,46 @@ const MAX_BACKOFF: u32 = 4;
 /// An empty lease's slot (no slot index reaches it: capacities are ≤ 2²⁴).
 const NO_SLOT: u32 = u32::MAX;
 
+/// One hit in a lease's tally: the hits are counted above the references.
+const TALLY_HIT: u32 = 1 << 16;
+/// The references in a lease's tally.
+const TALLY_REFS: u32 = TALLY_HIT - 1;
+// A lease holds at most `2 × LEASE + 1` references (`release` sheds above
+// `2 × LEASE`) and publishes at `PUBLISH` hits: both fit their fields.
+const _: () = assert!(2 * LEASE < TALLY_REFS && (PUBLISH as u64) << 16 < 1 << 32);
+
 /// References held on one incarnation of an entry.
 #[derive(Debug, Clone, Copy)]
 struct Lease {
     /// The slot ([`NO_SLOT`]: the lease is empty).
     slot: u32,
     generation: u32,
-    /// References held and not handed out.
-    refs: u32,
-    /// Hits served since the last publication (< [`PUBLISH`]).
-    hits: u16,
+    /// The references held and not handed out (bits 0..16) and the hits
+    /// served since the last publication (above, fewer than [`PUBLISH`]):
+    /// a hit is one addition, [`TALLY_HIT`]` − 1`.
+    tally: u32,
     /// Hit since its set last had to choose a victim.
-    used: u16,
+    used: u32,
 }
 
 impl Lease {
-    const EMPTY: Lease = Lease { slot: NO_SLOT, generation: 0, refs: 0, hits: 0, used: 0 };
+    const EMPTY: Lease = Lease { slot: NO_SLOT, generation: 0, tally: 0, used: 0 };
 
     #[inline(always)]
     fn is_empty(&self) -> bool {
         self.slot == NO_SLOT
+    }
+
+    /// The references held and not handed out.
+    #[inline(always)]
+    fn refs(&self) -> u32 {
+        self.tally & TALLY_REFS
+    }
+
+    /// The hits not yet published.
+    #[inline(always)]
+    fn hits(&self) -> u32 {
+        self.tally >> 16
     }
 }
 
@@ -140,7 +167,7 @@ enum Local {
 /// documentation](self)).
 ///
 /// Made by [`AhTable::session`] (256 leases) or [`Session::new`] (`L` leases,
-/// a power of two ≥ 2; 20 bytes each, kept in the session). Leases are
+/// a power of two ≥ 2; 16 bytes each, kept in the session). Leases are
 /// indexed by table slot, two per set: a table of at most `L` slots never
 /// has two entries competing for one lease. A session is `Send` but not
 /// `Sync`: each thread makes its own. It borrows the table and the backend;
@@ -196,8 +223,12 @@ where
     failed: u32,
     /// Look-ups through leases since the last judgement.
     looked: u32,
-    /// Of those, the ones no lease served.
+    /// Of those, the ones no lease served, but for the fills
+    /// ([`free_fill`](Self::free_fill)).
     missed: u32,
+    /// Lease misses since the last judgement that only filled an empty
+    /// lease and were not counted in `missed` (at most [`JUDGE_MISSES`]).
+    filled: u32,
     leases: [Lease; L],
 }
 
@@ -245,6 +276,7 @@ where
             failed: 0,
             looked: 0,
             missed: 0,
+            filled: 0,
             leases: [Lease::EMPTY; L],
         }
     }
@@ -268,14 +300,14 @@ where
 
     /// How many references this session holds and has not handed out.
     pub fn leased_refs(&self) -> u64 {
-        self.leases.iter().map(|l| u64::from(l.refs)).sum()
+        self.leases.iter().map(|l| u64::from(l.refs())).sum()
     }
 
     /// Hits this session served from its leases and has not yet added to
     /// the table's [`hits`](super::TableStats::hits) (fewer than 256 per
     /// lease; 0 after [`flush`](Self::flush)).
     pub fn unpublished_hits(&self) -> u64 {
-        self.leases.iter().map(|l| u64::from(l.hits)).sum()
+        self.leases.iter().map(|l| u64::from(l.hits())).sum()
     }
 
     /// Way `way` of slot `idx`'s set.
@@ -293,62 +325,77 @@ where
     /// The session's own look-up of `key` (whose hash is `h`): the table's
     /// windows scanned with plain loads, then, where the key is,
     /// a hit from the slot's lease if the table has not asked for leases
-    /// back, the lease's incarnation is still live and it has a reference
-    /// left.
+    /// back and the lease has a reference left.
     #[inline(always)]
     fn lease_hit(&mut self, key: &Key, h: u64) -> Local {
+        // The home window here, as the table's probe scans it, the second
+        // window out of line (a key is there only when its first window was
+        // full); both give a slot index, in a register, so that the handle
+        // is built in one place. (The home slot alone here and the rest of
+        // the window out of line cost the 12 % of keys not in their home
+        // slot a call: 2.5 to 7 instructions per look-up more.)
         let home = home_of(h, AhTable::<H, N>::MASK);
-        // The home slot here, the rest of the window out of line (a key is
-        // in its home slot unless another key was there first); the scan
-        // returns a slot index, in a register, so that the handle is built
-        // in one place.
-        let idx = match self.table.slots.get(home) {
-            Some(slot) if AhTable::<H, N>::key_matches(slot, key) => home,
-            _ => match self.scan(key, h) {
+        let mut found = None;
+        for i in 0..AhTable::<H, N>::WINDOW {
+            let idx = home.wrapping_add(i) & AhTable::<H, N>::MASK;
+            if self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)) {
+                found = Some(idx);
+                break;
+            }
+        }
+        let idx = match found {
+            Some(idx) => idx,
+            // A copy of the key for the out-of-line call, on this cold path
+            // (as `AhTable::probe_from`'s).
+            None if AhTable::<H, N>::TWO => match self.scan_alt(&{ *key }, h) {
                 Some(idx) => idx,
                 None => return Local::Miss(None),
             },
+            None => return Local::Miss(None),
         };
         self.hit_at(idx)
     }
 
-    /// The slot of `key` (hash `h`) in its windows past the home slot (plain
-    /// loads, not proven).
+    /// The slot of `key` (hash `h`) in its second window (plain loads, not
+    /// proven).
     #[inline(never)]
-    fn scan(&self, key: &Key, h: u64) -> Option<usize> {
-        let (home, alt) = (home_of(h, AhTable::<H, N>::MASK), alt_of(h, AhTable::<H, N>::MASK));
-        AhTable::<H, N>::window_slots(home, alt)
-            .skip(1)
+    fn scan_alt(&self, key: &Key, h: u64) -> Option<usize> {
+        let alt = alt_of(h, AhTable::<H, N>::MASK);
+        (0..AhTable::<H, N>::WINDOW)
+            .map(|i| alt.wrapping_add(i) & AhTable::<H, N>::MASK)
             .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
     }
 
     /// The key was seen in slot `idx`: a hit from its lease, if this session
-    /// holds one on the slot's current incarnation with a reference left and
-    /// the table has not asked for leases back.
+    /// holds one on the slot with a reference left and the table has not
+    /// asked for leases back. (The lease's references keep its incarnation
+    /// in the slot, so the key seen is the lease's; the slot's word need not
+    /// be read: a referenced entry leaves `LIVE` only by a retirement, and
+    /// every retirement bumps the reclaim epoch after it, see the module
+    /// docs.)
     #[inline(always)]
     fn hit_at(&mut self, idx: usize) -> Local {
         let Some(slot) = self.table.slots.get(idx) else { return Local::Miss(None) };
-        let epoch_ok = self.table.reclaim.load(Ordering::Relaxed) == self.epoch;
-        // `Relaxed` is enough: while the lease holds a reference, its
-        // incarnation keeps its key and AH (see the module docs); the word
-        // only tells whether it is still live. Without a lease on this very
-        // incarnation nothing read here is trusted.
-        let m = slot.meta.load(Ordering::Relaxed);
+        if self.table.reclaim.load(Ordering::Relaxed) != self.epoch {
+            return Local::Miss(Some(idx));
+        }
         for w in 0..2 {
             let Some(lease) = self.leases.get_mut(Self::way(idx, w)) else { continue };
             if lease.slot as usize != idx {
                 continue;
             }
-            if !epoch_ok || lease.refs == 0 || m & (GEN_BITS | STATE_MASK) != live_bits(lease.generation) {
+            let t = lease.tally;
+            if t & TALLY_REFS == 0 {
                 break;
             }
-            lease.refs = lease.refs.wrapping_sub(1);
-            lease.hits = lease.hits.wrapping_add(1);
+            // One reference handed out, one hit counted.
+            let mut t = t.wrapping_add(TALLY_HIT - 1);
             lease.used = 1;
-            if u32::from(lease.hits) >= PUBLISH {
-                self.table.hits.fetch_add(u64::from(lease.hits), Ordering::Relaxed);
-                lease.hits = 0;
+            if t >= PUBLISH << 16 {
+                self.table.hits.fetch_add(u64::from(t >> 16), Ordering::Relaxed);
+                t &= TALLY_REFS;
             }
+            lease.tally = t;
             let token = slot.ah.load(Ordering::Relaxed);
             return Local::Hit(raw(idx as u32, lease.generation, token));
         }
@@ -363,14 +410,14 @@ where
         }
         let l = core::mem::replace(lease, Lease::EMPTY);
         let Some(slot) = self.table.slots.get(l.slot as usize) else { return Err(TableError::StaleHandle) };
-        if l.hits > 0 {
-            self.table.hits.fetch_add(u64::from(l.hits), Ordering::Relaxed);
+        if l.hits() > 0 {
+            self.table.hits.fetch_add(u64::from(l.hits()), Ordering::Relaxed);
         }
-        if l.refs == 0 {
+        if l.refs() == 0 {
             return Ok(());
         }
         let m = slot.meta.load(Ordering::Relaxed);
-        self.table.release_slow(self.hal, l.slot as usize, l.generation, m, u64::from(l.refs), USED)
+        self.table.release_slow(self.hal, l.slot as usize, l.generation, m, u64::from(l.refs()), USED)
     }
 
     /// Gives every lease back (the last release of a retired entry destroys
@@ -430,7 +477,7 @@ where
         match self.table.probe_from(key, h, u64::from(LEASE)) {
             Probe::Hit(s, g, t) if s as usize == idx => {
                 if let Some(l) = self.leases.get_mut(v) {
-                    *l = Lease { slot: s, generation: g, refs: LEASE, hits: 0, used: 1 };
+                    *l = Lease { slot: s, generation: g, tally: LEASE, used: 1 };
                 }
                 Probe::Hit(s, g, t)
             }
@@ -459,7 +506,7 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        if self.note_miss() {
+        if !self.free_fill(seen) && self.note_miss() {
             return self.shared(key, h, attr, block);
         }
         let r = match self.lease_miss(key, h, seen) {
@@ -492,6 +539,26 @@ where
         }
     }
 
+    /// Whether a lease miss on the key seen in slot `seen` is not counted
+    /// against the leases: it only fills an empty way of the slot's set,
+    /// and fewer than [`JUDGE_MISSES`] such misses went uncounted since the
+    /// last judgement. That is a session's warm-up: every peer misses once
+    /// before its lease serves it, so with 64 peers or more in a cycle the
+    /// first judgement saw nothing but misses and the session never took a
+    /// lease (the shared path's figures were the session's). The fills count
+    /// as neither hits nor misses, and the bound keeps a thrashing session
+    /// judged within `2 × JUDGE_MISSES` lease misses.
+    #[inline]
+    fn free_fill(&mut self, seen: Option<usize>) -> bool {
+        let Some(idx) = seen else { return false };
+        if self.filled >= JUDGE_MISSES || self.lease_of(idx).is_some() {
+            return false;
+        }
+        let fills = (0..2).any(|w| self.leases.get(Self::way(idx, w)).is_some_and(Lease::is_empty));
+        self.filled = self.filled.wrapping_add(u32::from(fills));
+        fills
+    }
+
     /// Counts a lease miss; every [`JUDGE_MISSES`] of them, judges whether
     /// leases pay: when fewer than half of the look-ups since the last
     /// judgement were lease hits, gives every lease back and makes the next
@@ -504,9 +571,9 @@ where
         if self.missed < JUDGE_MISSES {
             return false;
         }
-        let hits = self.looked.saturating_sub(self.missed);
+        let hits = self.looked.saturating_sub(self.missed).saturating_sub(self.filled);
         let pays = hits >= self.missed;
-        (self.looked, self.missed) = (0, 0);
+        (self.looked, self.missed, self.filled) = (0, 0, 0);
         if pays {
             self.failed = 0;
             return false;
@@ -672,8 +739,8 @@ where
             let i = Self::way(idx, w);
             let Some(lease) = self.leases.get_mut(i) else { break };
             if lease.slot == handle.slot && lease.generation == handle.generation {
-                lease.refs = lease.refs.wrapping_add(1);
-                if lease.refs > 2 * LEASE {
+                lease.tally = lease.tally.wrapping_add(1);
+                if lease.refs() > 2 * LEASE {
                     return self.shed(i);
                 }
                 return Ok(());
@@ -688,7 +755,7 @@ where
     fn shed(&mut self, i: usize) -> Result<(), TableError<H::Error>> {
         let Some(lease) = self.leases.get_mut(i) else { return Ok(()) };
         let Some(slot) = self.table.slots.get(lease.slot as usize) else { return Err(TableError::StaleHandle) };
-        lease.refs = lease.refs.wrapping_sub(LEASE);
+        lease.tally = lease.tally.wrapping_sub(LEASE);
         let (idx, generation) = (lease.slot as usize, lease.generation);
         let m = slot.meta.load(Ordering::Relaxed);
         self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED)
