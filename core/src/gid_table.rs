@@ -124,7 +124,10 @@ fn key_of(gid: &[u8; 16]) -> [u64; 2] {
 /// the answer. An empty chain's head ([`vacant`]) holds a key that no
 /// search of its bucket can carry. Aligned to 32 bytes (from 24): a head's
 /// offset is then a shift of its index, one instruction fewer per look-up,
-/// for 128 bytes of heads per entry (32 KiB at 256 entries).
+/// for 64 bytes of heads per entry (two classes of `N` buckets: 16 KiB at
+/// 256 entries; with `2N` buckets the heads took twice that, and a
+/// `Responder` with two snapshots of 1,024 entries overflowed a 2 MiB test
+/// thread's stack in an unoptimised build).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(32))]
 struct Head {
@@ -211,8 +214,9 @@ impl Slot {
 ///
 /// `N` may be smaller than the table length the device reports
 /// (`gid_tbl_len`): slots at or above `N` are then empty (a backend refuses to
-/// snapshot a table whose valid entries do not fit). `N` must be between 1 and
-/// 65534.
+/// snapshot a table whose valid entries do not fit). `N` must be between 2 and
+/// 65534 (a table of one slot has one bucket, and an empty chain's head
+/// needs a key of another bucket).
 ///
 /// The layout is fixed (`repr(C)`) so that what a search reads comes first:
 /// the port and the multicast count, then the chain heads (a search that
@@ -229,10 +233,10 @@ pub struct GidTable<const N: usize> {
     len: u32,
     live: u32,
     generation: u64,
-    /// Chain heads: `2N` buckets (load factor at most one half) of two
-    /// classes, the head of bucket `b` and class `v2` at `2b + v2`
+    /// Chain heads: `N` buckets (load factor at most one) of two classes,
+    /// the head of bucket `b` and class `v2` at `2b + v2`
     /// ([`GidTable::head`]).
-    heads: [[Head; 4]; N],
+    heads: [[Head; 2]; N],
     slots: [Slot; N],
     /// Netdev interface index per slot (cold: only [`GidTable::get`]).
     ifindex: [u32; N],
@@ -253,7 +257,7 @@ impl<const N: usize> core::fmt::Debug for GidTable<N> {
 impl<const N: usize> GidTable<N> {
     /// An empty table of length `len` for port `port_num`.
     pub const fn new(port_num: u8, link_layer: LinkLayer, len: u32) -> GidTable<N> {
-        const { assert!(N > 0 && N < NIL as usize, "GidTable capacity must be 1..=65534") };
+        const { assert!(N > 1 && N < NIL as usize, "GidTable capacity must be 2..=65534") };
         GidTable {
             port_num,
             link_layer,
@@ -308,10 +312,10 @@ impl<const N: usize> GidTable<N> {
         self.generation = generation;
     }
 
-    /// The bucket of a GID's [key](key_of): one of `2N`.
+    /// The bucket of a GID's [key](key_of): one of `N`.
     #[inline(always)]
     const fn bucket(key: [u64; 2]) -> usize {
-        bucket_of(key, N << 1)
+        bucket_of(key, N)
     }
 
     /// Where the head of the chain of `key` (bucket) and `v2` (class) is,
@@ -329,12 +333,12 @@ impl<const N: usize> GidTable<N> {
     }
 
     /// Every chain empty.
-    const fn vacant_heads() -> [[Head; 4]; N] {
-        let mut heads = [[vacant(1, N << 1); 4]; N];
+    const fn vacant_heads() -> [[Head; 2]; N] {
+        let mut heads = [[vacant(1, N); 2]; N];
         // Bucket 0's two heads (classes v1 and v2) are the first two.
-        if let Some([v1, v2, _, _]) = heads.first_mut() {
-            *v1 = vacant(0, N << 1);
-            *v2 = vacant(0, N << 1);
+        if let Some([v1, v2]) = heads.first_mut() {
+            *v1 = vacant(0, N);
+            *v2 = vacant(0, N);
         }
         heads
     }
@@ -459,7 +463,7 @@ impl<const N: usize> GidTable<N> {
     fn set_head(&mut self, at: usize, first: u16) {
         let head = match self.slots.get(usize::from(first)) {
             Some(s) => Head::of(first, s),
-            None => vacant(at >> 1, N << 1),
+            None => vacant(at >> 1, N),
         };
         if let Some(h) = self.heads.as_flattened_mut().get_mut(at) {
             *h = head;

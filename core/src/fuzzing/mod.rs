@@ -798,7 +798,7 @@ pub fn fuzz_gid_table(data: &[u8]) {
     let mut c = Cursor::new(data);
     let sel = c.u8();
     match sel & 3 {
-        0 => table_ops::<1>(sel, c),
+        0 => table_ops::<2>(sel, c),
         1 => table_ops::<4>(sel, c),
         2 => table_ops::<16>(sel, c),
         _ => table_ops::<300>(sel, c),
