@@ -10,8 +10,8 @@
 //! type class (IB/RoCE v1, RoCE v2), a chain of the non-empty slots in
 //! ascending index order. A look-up hashes the GID, walks one chain and
 //! returns the first slot that passes the profile's filter, which is
-//! therefore the lowest such index. Chains hold less than one slot on
-//! average (there are `2N` buckets per class for at most `N` slots), plus
+//! therefore the lowest such index. Chains hold at most one slot on
+//! average (there are `N` buckets per class for at most `N` slots), plus
 //! the duplicates of the GID (one per type and VLAN), whatever the table
 //! size. Each chain's first slot is copied beside its head, so
 //! that a look-up whose GID is there (most of them) reads one record, and
