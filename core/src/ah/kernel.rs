@@ -234,23 +234,12 @@ const fn gid_type_of(net_type: NetworkType) -> GidType {
 /// (every failure, the SA well-known GID, an SL above 15) goes out of line
 /// to [`init_ah_attr_from_wc_with`], which decides it from a read of its
 /// own (keeping the view alive across the search for it would cost the hot
-/// path its registers).
+/// path its registers). Any [`Completion`] ([`KernelWc`], or a backend's
+/// completion type): the hot path takes the kernel view of `wc` in
+/// registers, and only the cold path takes it again (so that the hot path
+/// never writes the completion to memory for it).
 #[inline(always)]
-pub fn words<const N: usize>(
-    table: &GidTable<N>,
-    wc: &KernelWc,
-    area: &Area,
-    evidence: Evidence,
-    route_hop_limit: u8,
-) -> Result<AttrWords, ProfileError> {
-    words_of(table, wc, area, evidence, route_hop_limit)
-}
-
-/// [`words`] for any [`Completion`]: the hot path takes the kernel view of
-/// `wc` in registers, and only the cold path takes it again (so that the
-/// hot path never writes the completion to memory for it).
-#[inline(always)]
-pub(crate) fn words_of<C: Completion + ?Sized, const N: usize>(
+pub fn words<C: Completion + ?Sized, const N: usize>(
     table: &GidTable<N>,
     wc: &C,
     area: &Area,

@@ -100,7 +100,7 @@ impl Profile {
     ) -> Result<AttrWords, ProfileError> {
         match self {
             Profile::Libibverbs => libibverbs::words(gids, &wc.ibv(), area, evidence).map_err(ProfileError::Libibverbs),
-            Profile::Kernel => kernel::words_of(gids, wc, area, evidence, route_hop_limit),
+            Profile::Kernel => kernel::words(gids, wc, area, evidence, route_hop_limit),
         }
     }
 }
