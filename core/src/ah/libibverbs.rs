@@ -311,8 +311,8 @@ pub fn init_ah_from_wc_with<const N: usize>(
 /// the lean classifier ([`route`]) in registers, one probe of the stored
 /// entries, one write of the attribute. Everything else (every failure, a
 /// zero-GID search, a table holding a multicast GID) goes out of line, to
-/// [`undecided`] (which reads the area again, then [`miss`] or [`slow`]
-/// decide from its [`Route`]), or to [`plain`].
+/// [`cold`] (which reads the area again, then [`miss`] or [`slow`] decide
+/// from its [`Route`]).
 #[inline(always)]
 fn init_impl<const N: usize, T: Output>(
     table: &GidTable<N>,
@@ -325,11 +325,11 @@ fn init_impl<const N: usize, T: Output>(
         return Err(missing_grh());
     };
     // A table holding a multicast GID could match a multicast destination,
-    // which libibverbs refuses before it searches: the plain path then,
-    // which reads the area itself. Real ports have none, and the answer
+    // which libibverbs refuses before it searches: the full path then
+    // ([`slow`], through `cold`), which reads the area itself. Real ports have none, and the answer
     // depends on the table alone.
     if table.holds_multicast() {
-        return plain(table, port_num, wc, area, evidence);
+        return cold(table, port_num, wc, area, evidence, false);
     }
     // The area read once; nothing below on the hot path reads it again.
     let r = match read(port_num, wc, area, evidence) {
@@ -341,48 +341,34 @@ fn init_impl<const N: usize, T: Output>(
         // Without evidence, no evidence to pass (a constant `evidence`
         // folds this away).
         return match evidence {
-            Evidence::None => undecided(table, port_num, wc, area, Evidence::None),
-            _ => undecided(table, port_num, wc, area, evidence),
+            Evidence::None => cold(table, port_num, wc, area, Evidence::None, true),
+            _ => cold(table, port_num, wc, area, evidence, true),
         };
     };
     Ok(T::from_words(found_words(port_num, wc, &r, index)))
 }
 
-/// What the hot path of [`init_impl`] left undecided (a failure, a search
-/// that found no stored entry), out of line: the area read again (so that
-/// the hot path keeps nothing of the view alive across the search that
-/// only this path needs), then [`miss`] or, with evidence, [`slow`].
+/// Everything the hot path of [`init_impl`] does not finish, out of line:
+/// what it left undecided (a failure, a search that found no stored
+/// entry; `hot` true) or did not try (`hot` false: a table that holds a
+/// multicast GID). The area is read again (so that the hot path keeps
+/// nothing of the view alive across the search that only this path
+/// needs), then [`miss`], for what the hot path left and without evidence,
+/// or else [`slow`], the full classification and search.
 #[cold]
 #[inline(never)]
-fn undecided<const N: usize, T: Output>(
+fn cold<const N: usize, T: Output>(
     table: &GidTable<N>,
     port_num: u8,
     wc: &IbvWc,
     area: &Area,
     evidence: Evidence,
+    hot: bool,
 ) -> Result<T, IbvFailure> {
+    let evidence_given = !matches!(evidence, Evidence::None);
     match read(port_num, wc, area, evidence) {
-        Ok(v) => match evidence {
-            Evidence::None => miss(table, port_num, wc, route(&v)),
-            _ => slow(table, port_num, wc, route(&v), true),
-        },
-        Err(words) => Ok(T::from_words(words)),
-    }
-}
-
-/// [`init_impl`] for a table that holds a multicast GID, out of line: the
-/// area read once, then the full classification and search ([`slow`]).
-#[cold]
-#[inline(never)]
-fn plain<const N: usize, T: Output>(
-    table: &GidTable<N>,
-    port_num: u8,
-    wc: &IbvWc,
-    area: &Area,
-    evidence: Evidence,
-) -> Result<T, IbvFailure> {
-    match read(port_num, wc, area, evidence) {
-        Ok(v) => slow(table, port_num, wc, route(&v), !matches!(evidence, Evidence::None)),
+        Ok(v) if hot && !evidence_given => miss(table, port_num, wc, route(&v)),
+        Ok(v) => slow(table, port_num, wc, route(&v), evidence_given),
         Err(words) => Ok(T::from_words(words)),
     }
 }
@@ -418,7 +404,7 @@ fn hot<const N: usize>(table: &GidTable<N>, port_num: u8, wc: IbvWc, area: &Area
     // The area read once, in `wire`; the attribute is built in registers
     // and written as four words. (A table holding a multicast GID could
     // match a multicast destination, which libibverbs refuses before it
-    // searches: the caller of `words_hot` takes the plain path for such a
+    // searches: the caller of `words_hot` takes the full path for such a
     // table.)
     let r = match read(port_num, &wc, area, Evidence::None) {
         Ok(v) => route(&v),
