@@ -54,17 +54,23 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-#[test]
-fn hits_and_resolve_allocate_nothing() {
-    let hal = CountingHal::new(64);
-    let table: AhTable<CountingHal, 64> = AhTable::new();
-
+/// A port's GID table holding 192.168.1.10 (RoCE v2) and a RoCE v2 IPv4
+/// completion from 192.168.1.20 to it.
+fn roce_v2_completion() -> (GidTable<16>, IbvWc, [u8; 40]) {
     let mut gids: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
     gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
     let mut area = [0u8; 40];
     area[20..]
         .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
-    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    (gids, IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() }, area)
+}
+
+#[test]
+fn hits_and_resolve_allocate_nothing() {
+    let hal = CountingHal::new(64);
+    let table: AhTable<CountingHal, 64> = AhTable::new();
+
+    let (gids, wc, area) = roce_v2_completion();
     let batch = [(&wc, &area); 8];
     let a = attr(7);
 
@@ -131,12 +137,7 @@ fn staged_batch_on_a_large_table_allocates_nothing() {
     }
     assert!(table.stats().entries > (N / 2) as u64, "more than half full: the deep prefetch");
 
-    let mut gids: GidTable<16> = GidTable::new(1, LinkLayer::Ethernet, 16);
-    gids.set(3, GidEntry::new(Gid::from_ipv4([192, 168, 1, 10]), GidType::RoceV2)).unwrap();
-    let mut area = [0u8; 40];
-    area[20..]
-        .copy_from_slice(&[0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0xb7, 0x42, 192, 168, 1, 20, 192, 168, 1, 10]);
-    let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
+    let (gids, wc, area) = roce_v2_completion();
     let batch = [(&wc, &area); 8];
     let mut shared: Responder<_, 16> = Responder::from_snapshot(table.shared(&hal), gids.clone(), Config::default());
     let h = shared.resolve(&wc, &area).unwrap();
