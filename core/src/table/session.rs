@@ -335,15 +335,7 @@ where
         // the window out of line cost the 12 % of keys not in their home
         // slot a call: 2.5 to 7 instructions per look-up more.)
         let home = home_of(h, AhTable::<H, N>::MASK);
-        let mut found = None;
-        for i in 0..AhTable::<H, N>::WINDOW {
-            let idx = home.wrapping_add(i) & AhTable::<H, N>::MASK;
-            if self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)) {
-                found = Some(idx);
-                break;
-            }
-        }
-        let idx = match found {
+        let idx = match self.scan(key, home) {
             Some(idx) => idx,
             // A copy of the key for the out-of-line call, on this cold path
             // (as `AhTable::probe_from`'s).
@@ -356,14 +348,19 @@ where
         self.hit_at(idx)
     }
 
-    /// The slot of `key` (hash `h`) in its second window (plain loads, not
-    /// proven).
+    /// The slot of `key` in the window that starts at `start` (plain loads,
+    /// not proven).
+    #[inline(always)]
+    fn scan(&self, key: &Key, start: usize) -> Option<usize> {
+        (0..AhTable::<H, N>::WINDOW)
+            .map(|i| start.wrapping_add(i) & AhTable::<H, N>::MASK)
+            .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
+    }
+
+    /// [`scan`](Self::scan) of `key`'s second window (hash `h`), out of line.
     #[inline(never)]
     fn scan_alt(&self, key: &Key, h: u64) -> Option<usize> {
-        let alt = alt_of(h, AhTable::<H, N>::MASK);
-        (0..AhTable::<H, N>::WINDOW)
-            .map(|i| alt.wrapping_add(i) & AhTable::<H, N>::MASK)
-            .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
+        self.scan(key, alt_of(h, AhTable::<H, N>::MASK))
     }
 
     /// The key was seen in slot `idx`: a hit from its lease, if this session
