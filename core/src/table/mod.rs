@@ -1182,22 +1182,23 @@ impl<H, const N: usize> AhTable<H, N> {
                 if !Self::key_matches(slot, key) {
                     break;
                 }
-                if m & STATE_MASK != LIVE_BITS {
-                    if not_live_is_creating(m) {
-                        return Probe::Pending(idx, m);
-                    }
-                    break;
-                }
-                let token = slot.ah.load(Ordering::Relaxed);
-                fence(Ordering::Acquire);
                 // One more reference and one more hit (the hit field wraps
                 // off the top of the word; `slot.rs`).
                 let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
-                // The refcount field wrapped (and carried into the state):
-                // too many references.
-                if next & REF_MAX <= extra {
+                // `LIVE` and no refcount overflow in one test: the state
+                // and refcount fields of `next` are `LIVE` and 1 + extra ..=
+                // REF_MAX exactly then (an overflow carries into the state).
+                if (next & (STATE_MASK | REF_MAX)).wrapping_sub(LIVE_BITS + 1 + extra) >= REF_MAX - extra {
+                    if m & STATE_MASK != LIVE_BITS {
+                        if not_live_is_creating(m) {
+                            return Probe::Pending(idx, m);
+                        }
+                        break;
+                    }
                     return Probe::Overflow;
                 }
+                let token = slot.ah.load(Ordering::Relaxed);
+                fence(Ordering::Acquire);
                 // `Acquire` on failure too: the retry reads the key and token
                 // again on the strength of `cur` (loom found the `Relaxed`
                 // version returning a stale token).

@@ -11,6 +11,7 @@ use crate::attr::{FlowLabel, GlobalRoute, PortNum, Sl};
 use crate::gid_table::{GidEntry, GidType, LinkLayer};
 use crate::hal::{ErrorType, PortInfo};
 use crate::wire::Gid;
+use slot::State;
 
 /// A counting backend: every live AH is in `live` (token → attribute); a
 /// double destroy or a destroy of an unknown AH is recorded in `bad`.
@@ -459,6 +460,48 @@ fn hits_are_exact_across_wraps_and_reuse() {
 /// The refcount of slot `i`'s word.
 fn refs_at<const N: usize>(t: &AhTable<Counting, N>, i: usize) -> u64 {
     slot::refs(t.slots[i].meta.load(Ordering::Relaxed))
+}
+
+/// The probe's one test for "`LIVE`, and room for `1 + extra` more
+/// references": a hit up to `REF_MAX` references, `Overflow` one above (the
+/// word untouched), and never a hit on a word that is not `LIVE`, whatever
+/// its refcount (a full one would carry into the state field).
+#[test]
+fn probe_refuses_refcount_overflow_and_states_not_live() {
+    let hal = Counting::default();
+    for extra in [0, u64::from(LEASE)] {
+        let t = T8::new();
+        let i = t.get_or_create(&hal, &attr(1)).unwrap().slot();
+        let key = Key::new(&attr(1));
+        let set = |s: State, r: u64| {
+            let m = t.slots[i].meta.load(Ordering::Relaxed);
+            let m = rebuild(m, Gen(generation(m)), s, Clock::Clear, Refs(r));
+            t.slots[i].meta.store(m, Ordering::Relaxed);
+            m
+        };
+        let probe = || t.probe_from(&key, t.hash(&key), extra);
+        for r in [0, REF_MAX - extra - 1] {
+            set(LIVE, r);
+            assert!(matches!(probe(), Probe::Hit(s, ..) if s as usize == i), "{extra} {r}");
+            assert_eq!(refs_at(&t, i), r + 1 + extra);
+        }
+        for r in [REF_MAX - extra, REF_MAX] {
+            let m = set(LIVE, r);
+            assert!(matches!(probe(), Probe::Overflow), "{extra} {r}");
+            assert_eq!(t.slots[i].meta.load(Ordering::Relaxed), m);
+        }
+        for r in [0, 1, REF_MAX - extra - 1, REF_MAX - extra, REF_MAX] {
+            let m = set(CREATING, r);
+            assert!(matches!(probe(), Probe::Pending(s, w) if s == i && w == m), "{extra} {r}");
+            for st in [FREE, BUSY, RETIRED] {
+                let m = set(st, r);
+                assert!(matches!(probe(), Probe::Miss), "{extra} {r}");
+                assert_eq!(t.slots[i].meta.load(Ordering::Relaxed), m);
+            }
+        }
+        // Back to a state the table's drop accepts.
+        set(LIVE, 0);
+    }
 }
 
 #[test]
