@@ -1151,16 +1151,18 @@ impl<H, const N: usize> AhTable<H, N> {
             // went to memory on every look-up, 4 stores).
             Probe::Miss if Self::TWO => {
                 let k = *key;
-                self.probe_alt(&k, h, extra)
+                self.probe_alt(&k, extra)
             }
             p => p,
         }
     }
 
-    /// [`probe_window`](Self::probe_window) of the second window.
+    /// [`probe_window`](Self::probe_window) of the second window. It hashes
+    /// the key again: the hash is not kept live (spilled) on the hit path
+    /// for this rare one.
     #[inline(never)]
-    fn probe_alt(&self, key: &Key, h: u64, extra: u64) -> Probe {
-        self.probe_window(key, alt_of(h, Self::MASK), extra)
+    fn probe_alt(&self, key: &Key, extra: u64) -> Probe {
+        self.probe_window(key, alt_of(self.hash(key), Self::MASK), extra)
     }
 
     /// The lock-free probe of the window that starts at `home`.
