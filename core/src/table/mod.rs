@@ -1168,12 +1168,15 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The lock-free probe of the window that starts at `home`.
     #[inline(always)]
     fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
-        // The slot index itself steps (from `home + i` each time, the first
-        // slot cost a reload and an add more).
-        let mut next_idx = home & Self::MASK;
+        // The slot's byte offset steps, not its index (from `home + i` each
+        // time, the first slot cost a reload and an add more; from the
+        // index, a mask, a copy and a shift per slot where the offset needs
+        // a mask: `(h >> 34) & 0x3fc0` for the first at 256 slots).
+        const SIZE: usize = core::mem::size_of::<Slot>();
+        let mut next_off = (home & Self::MASK).wrapping_mul(SIZE);
         for _ in 0..Self::WINDOW {
-            let idx = next_idx;
-            next_idx = idx.wrapping_add(1) & Self::MASK;
+            let idx = next_off / SIZE;
+            next_off = next_off.wrapping_add(SIZE) & Self::MASK.wrapping_mul(SIZE);
             let Some(slot) = self.slots.get(idx) else { continue };
             let mut m = slot.meta.load(Ordering::Acquire);
             let mut tries = 0u32;
