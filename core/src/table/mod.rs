@@ -1165,9 +1165,40 @@ impl<H, const N: usize> AhTable<H, N> {
         self.probe_window(key, alt_of(self.hash(key), Self::MASK), extra)
     }
 
-    /// The lock-free probe of the window that starts at `home`.
+    /// The lock-free probe of the window that starts at `home`: one try on
+    /// its first slot, where a key nearly always is below half full (95 % at
+    /// a tenth full, 76 % at half full: `position_histogram` in the tests),
+    /// then, on anything but a hit there, [`probe_window_loop`](Self::probe_window_loop)
+    /// from that slot (its key compared again: the loop is the general case,
+    /// this is the straight-line one, with no loop counter and fewer live
+    /// registers; ah_table hit 96.2 -> 93.0 instructions).
     #[inline(always)]
     fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
+        if let Some(slot) = self.slots.get(home & Self::MASK) {
+            let m = slot.meta.load(Ordering::Acquire);
+            if Self::key_matches(slot, key) {
+                let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
+                if (next & (STATE_MASK | REF_MAX)).wrapping_sub(LIVE_BITS + 1 + extra) < REF_MAX - extra {
+                    let token = slot.ah.load(Ordering::Relaxed);
+                    fence(Ordering::Acquire);
+                    if slot.meta.compare_exchange(m, next | USED, Ordering::Acquire, Ordering::Acquire).is_ok() {
+                        if next < HIT_STEP {
+                            self.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
+                        }
+                        return Probe::Hit((home & Self::MASK) as u32, generation(m), token);
+                    }
+                    // A lost race: the loop's first slot has one try less.
+                    return self.probe_window_loop(key, home, 1, extra);
+                }
+            }
+        }
+        self.probe_window_loop(key, home, 0, extra)
+    }
+
+    /// The probe of every slot of the window that starts at `home`, its
+    /// first slot's CAS having already lost `first_tries` races.
+    #[inline(always)]
+    fn probe_window_loop(&self, key: &Key, home: usize, first_tries: u32, extra: u64) -> Probe {
         // The slot's byte offset steps, not its index (from `home + i` each
         // time, the first slot cost a reload and an add more; from the
         // index, a mask, a copy and a shift per slot where the offset needs
@@ -1179,7 +1210,7 @@ impl<H, const N: usize> AhTable<H, N> {
             next_off = next_off.wrapping_add(SIZE) & Self::MASK.wrapping_mul(SIZE);
             let Some(slot) = self.slots.get(idx) else { continue };
             let mut m = slot.meta.load(Ordering::Acquire);
-            let mut tries = 0u32;
+            let mut tries = if idx == home & Self::MASK { first_tries } else { 0 };
             loop {
                 // The key first (these loads follow the `Acquire` load of `m`
                 // whatever the order of the tests), so that the state test on
