@@ -1178,10 +1178,15 @@ impl<H, const N: usize> AhTable<H, N> {
             let m = slot.meta.load(Ordering::Acquire);
             if Self::key_matches(slot, key) {
                 let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
-                if (next & (STATE_MASK | REF_MAX)).wrapping_sub(LIVE_BITS + 1 + extra) < REF_MAX - extra {
+                // The loop's test (`LIVE`, room for the references), and
+                // `USED` already set, as on a hot entry's word, so that the
+                // CAS need not set it (the loop sets it after a CLOCK pass
+                // cleared it; ah_table hit 93.0 -> 92.1).
+                if (next & (USED | STATE_MASK | REF_MAX)).wrapping_sub(USED | (LIVE_BITS + 1 + extra)) < REF_MAX - extra
+                {
                     let token = slot.ah.load(Ordering::Relaxed);
                     fence(Ordering::Acquire);
-                    if slot.meta.compare_exchange(m, next | USED, Ordering::Acquire, Ordering::Acquire).is_ok() {
+                    if slot.meta.compare_exchange(m, next, Ordering::Acquire, Ordering::Acquire).is_ok() {
                         if next < HIT_STEP {
                             self.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
                         }

@@ -463,19 +463,22 @@ fn refs_at<const N: usize>(t: &AhTable<Counting, N>, i: usize) -> u64 {
 }
 
 /// The probe's one test for "`LIVE`, and room for `1 + extra` more
-/// references": a hit up to `REF_MAX` references, `Overflow` one above (the
-/// word untouched), and never a hit on a word that is not `LIVE`, whatever
-/// its refcount (a full one would carry into the state field).
+/// references" (on the first slot's straight-line try, also "`USED`
+/// already set"): a hit up to `REF_MAX` references, `Overflow` one above
+/// (the word untouched), and never a hit on a word that is not `LIVE`,
+/// whatever its refcount (a full one would carry into the state field).
 #[test]
 fn probe_refuses_refcount_overflow_and_states_not_live() {
     let hal = Counting::default();
-    for extra in [0, u64::from(LEASE)] {
+    for (extra, used) in
+        [(0, Clock::Clear), (0, Clock::Used), (u64::from(LEASE), Clock::Clear), (u64::from(LEASE), Clock::Used)]
+    {
         let t = T8::new();
         let i = t.get_or_create(&hal, &attr(1)).unwrap().slot();
         let key = Key::new(&attr(1));
         let set = |s: State, r: u64| {
             let m = t.slots[i].meta.load(Ordering::Relaxed);
-            let m = rebuild(m, Gen(generation(m)), s, Clock::Clear, Refs(r));
+            let m = rebuild(m, Gen(generation(m)), s, used, Refs(r));
             t.slots[i].meta.store(m, Ordering::Relaxed);
             m
         };
@@ -484,6 +487,7 @@ fn probe_refuses_refcount_overflow_and_states_not_live() {
             set(LIVE, r);
             assert!(matches!(probe(), Probe::Hit(s, ..) if s as usize == i), "{extra} {r}");
             assert_eq!(refs_at(&t, i), r + 1 + extra);
+            assert_eq!(clock(t.slots[i].meta.load(Ordering::Relaxed)), Clock::Used);
         }
         for r in [REF_MAX - extra, REF_MAX] {
             let m = set(LIVE, r);
