@@ -763,6 +763,17 @@ fn not_live_is_creating(m: u64) -> bool {
     state(m) == CREATING
 }
 
+/// Whether `next`, a slot's word plus `HIT_STEP + extra` (one reference,
+/// one hit, `extra` more references), is `LIVE` with a refcount of `1 +
+/// extra ..= REF_MAX`, and has the `bits` (`USED` or 0) set: one range
+/// test of its state, refcount (and `bits`) fields, since a refcount
+/// overflow carries into the state. (`extra` < `REF_MAX`.)
+#[inline(always)]
+fn live_with_room(next: u64, extra: u64, bits: u64) -> bool {
+    (next & (bits | STATE_MASK | REF_MAX)).wrapping_sub(bits | LIVE_BITS.wrapping_add(1).wrapping_add(extra))
+        < REF_MAX.wrapping_sub(extra)
+}
+
 /// A handle as two words, so that it comes back from an out-of-line slow
 /// path in registers: the AH token, and `slot | generation << 32`.
 type RawHandle = (u64, u64);
@@ -1182,8 +1193,7 @@ impl<H, const N: usize> AhTable<H, N> {
                 // `USED` already set, as on a hot entry's word, so that the
                 // CAS need not set it (the loop sets it after a CLOCK pass
                 // cleared it; ah_table hit 93.0 -> 92.1).
-                if (next & (USED | STATE_MASK | REF_MAX)).wrapping_sub(USED | (LIVE_BITS + 1 + extra)) < REF_MAX - extra
-                {
+                if live_with_room(next, extra, USED) {
                     let token = slot.ah.load(Ordering::Relaxed);
                     fence(Ordering::Acquire);
                     if slot.meta.compare_exchange(m, next, Ordering::Acquire, Ordering::Acquire).is_ok() {
@@ -1226,10 +1236,8 @@ impl<H, const N: usize> AhTable<H, N> {
                 // One more reference and one more hit (the hit field wraps
                 // off the top of the word; `slot.rs`).
                 let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
-                // `LIVE` and no refcount overflow in one test: the state
-                // and refcount fields of `next` are `LIVE` and 1 + extra ..=
-                // REF_MAX exactly then (an overflow carries into the state).
-                if (next & (STATE_MASK | REF_MAX)).wrapping_sub(LIVE_BITS + 1 + extra) >= REF_MAX - extra {
+                // `LIVE` and no refcount overflow, in one test.
+                if !live_with_room(next, extra, 0) {
                     if m & STATE_MASK != LIVE_BITS {
                         if not_live_is_creating(m) {
                             return Probe::Pending(idx, m);
