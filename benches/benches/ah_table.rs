@@ -1115,7 +1115,7 @@ fn icount_gate() {
         // not kept live for the second window): hit 103.6 -> 92.1,
         // hit_prepared 63.1 -> 59.9, hit_release 125.6 -> 119.0, resolve
         // 239.0 -> 229.4, plus ~3 % (session rows then 120.2, 83.2, 138.3,
-        // 256.2, gates unchanged).
+        // 255.2, gates unchanged).
         ("hit", Some(95.0), Some(80.0)),
         ("hit_prepared", Some(62.0), Some(80.0)),
         ("hit_release", Some(123.0), None),
