@@ -591,13 +591,29 @@ where
     /// [`AhAttr`], [`PreparedAttr`](super::PreparedAttr), [`AttrWords`]).
     #[inline(always)]
     pub fn get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        key.session_lookup(self, true)
+        self.lookup_any(key, true)
     }
 
     /// [`AhTable::try_get_or_create`] through this session.
     #[inline(always)]
     pub fn try_get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        key.session_lookup(self, false)
+        self.lookup_any(key, false)
+    }
+
+    /// Every look-up of a session: while it bypasses its leases, exactly
+    /// the shared table's look-up (the code [`Shared`](super::Shared) runs,
+    /// with one counter more); otherwise through the leases.
+    #[inline(always)]
+    pub(super) fn lookup_any<K: Lookup, X: From<TableError<H::Error>>>(
+        &mut self,
+        key: &K,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
+        if self.bypass != 0 {
+            self.bypass = self.bypass.wrapping_sub(1);
+            return key.table_lookup(self.table, self.hal, block);
+        }
+        key.session_lookup(self, block)
     }
 
     /// The look-up of `words` (`key`: their canonical form, if they have
@@ -636,26 +652,6 @@ where
         words: AttrWords,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        if self.bypass != 0 {
-            self.bypass = self.bypass.wrapping_sub(1);
-            // The shared table's look-up of the words (`AttrWords::table_lookup`)
-            // with the key already made, inline, the error converted where
-            // it arises: an out-of-line call that took the key by value and
-            // converted the result after it made a bypassing session's
-            // `Responder::resolve` 322 instructions instead of ~300.
-            let Some(k) = key else {
-                return self.table.lookup_converted(self.hal, &words, block, None).map_err(X::from);
-            };
-            let h = match hash {
-                Some(h) => h,
-                None => self.table.hash(&k),
-            };
-            return match self.table.probe_from(&k, h, 0) {
-                Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
-                Probe::Overflow => Err(TableError::RefcountOverflow.into()),
-                p => self.table.lookup_converted(self.hal, &words, block, Some(p)).map_err(X::from),
-            };
-        }
         self.looked = self.looked.wrapping_add(1);
         let mut err = None;
         let local = match key {
@@ -685,10 +681,6 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        if self.bypass != 0 {
-            self.bypass = self.bypass.wrapping_sub(1);
-            return self.shared(key, h, attr, block).map_err(X::from);
-        }
         self.looked = self.looked.wrapping_add(1);
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
