@@ -245,15 +245,17 @@ where
     /// The table's reclaim epoch when this session last gave its leases
     /// back (or started).
     epoch: u64,
-    /// Look-ups left on the shared path before leases are tried again (see
-    /// the module documentation, "When leases do not pay").
-    bypass: u32,
+    /// Look-ups left on the shared path before leases are tried again (> 0,
+    /// see the module documentation, "When leases do not pay"), or minus the
+    /// look-ups through leases since the last judgement (≤ 0): one counter,
+    /// so that a look-up's test of the path is one decrement and a branch on
+    /// its sign. (64 bits: a session whose leases never miss counts down for
+    /// ever.)
+    turn: i64,
     /// Judgements in a row that found the leases not paying, at most
     /// [`MAX_BACKOFF`]: each doubles the next bypass.
     failed: u32,
-    /// Look-ups through leases since the last judgement.
-    looked: u32,
-    /// Of those, the ones no lease served, but for the fills
+    /// Of the look-ups through leases since the last judgement, the ones no lease served, but for the fills
     /// ([`free_fill`](Self::free_fill)).
     missed: u32,
     /// Lease misses since the last judgement that only filled an empty
@@ -271,7 +273,7 @@ where
             .field("leases", &self.leases())
             .field("leased_refs", &self.leased_refs())
             .field("epoch", &self.epoch)
-            .field("bypass", &self.bypass)
+            .field("bypassing", &self.bypassing())
             .finish_non_exhaustive()
     }
 }
@@ -302,9 +304,8 @@ where
             table,
             hal,
             epoch: table.reclaim.load(Ordering::Relaxed),
-            bypass: 0,
+            turn: 0,
             failed: 0,
-            looked: 0,
             missed: 0,
             filled: 0,
             leases: [Lease::EMPTY; L],
@@ -598,15 +599,16 @@ where
         if self.missed < JUDGE_MISSES {
             return false;
         }
-        let hits = self.looked.saturating_sub(self.missed).saturating_sub(self.filled);
+        let looked = u32::try_from(self.turn.unsigned_abs()).unwrap_or(u32::MAX);
+        let hits = looked.saturating_sub(self.missed).saturating_sub(self.filled);
         let pays = hits >= self.missed.saturating_mul(HITS_PER_MISS);
-        (self.looked, self.missed, self.filled) = (0, 0, 0);
+        (self.turn, self.missed, self.filled) = (0, 0, 0);
         if pays {
             self.failed = 0;
             return false;
         }
         let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
-        self.bypass = BYPASS << self.failed;
+        self.turn = i64::from(BYPASS << self.failed);
         self.failed = self.failed.wrapping_add(1).min(MAX_BACKOFF);
         true
     }
@@ -614,7 +616,7 @@ where
     /// Whether this session is making its look-ups on the shared path
     /// because its leases did not pay (see the module documentation).
     pub fn bypassing(&self) -> bool {
-        self.bypass != 0
+        self.turn > 0
     }
 
     /// [`AhTable::get_or_create`] through this session (any key form:
@@ -639,8 +641,8 @@ where
         key: &K,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        if self.bypass != 0 {
-            self.bypass = self.bypass.wrapping_sub(1);
+        self.turn = self.turn.wrapping_sub(1);
+        if self.turn >= 0 {
             return key.table_lookup(self.table, self.hal, block);
         }
         key.session_lookup(self, block)
@@ -682,7 +684,6 @@ where
         words: AttrWords,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        self.looked = self.looked.wrapping_add(1);
         let mut err = None;
         let local = match key {
             Some(k) => {
@@ -711,7 +712,6 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        self.looked = self.looked.wrapping_add(1);
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
         let mut err = None;
@@ -749,10 +749,18 @@ where
     #[inline(always)]
     pub fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
         // On the shared path the session holds no lease (`note_miss` gave
-        // them all back, and only the lease path takes one).
-        if self.bypass != 0 {
-            return self.table.release(self.hal, handle);
+        // them all back, and only the lease path takes one). One result for
+        // both paths' success, so that the caller tests it once.
+        if self.turn <= 0 && self.lease_release(&handle) {
+            return Ok(());
         }
+        self.table.release(self.hal, handle)
+    }
+
+    /// Gives `handle`'s reference to its lease, if this session holds one on
+    /// its incarnation.
+    #[inline(always)]
+    fn lease_release(&mut self, handle: &AhHandle<H::Ah>) -> bool {
         let idx = handle.slot as usize;
         for w in 0..2 {
             let i = Self::way(idx, w);
@@ -760,24 +768,27 @@ where
             if lease.slot == handle.slot && lease.generation == handle.generation {
                 lease.tally = lease.tally.wrapping_add(1);
                 if lease.refs() > 2 * LEASE {
-                    return self.shed(i);
+                    self.shed(i);
                 }
-                return Ok(());
+                return true;
             }
         }
-        self.table.release(self.hal, handle)
+        false
     }
 
     /// Lease `i` holds more than `2 × LEASE` references: gives `LEASE` back.
     #[cold]
     #[inline(never)]
-    fn shed(&mut self, i: usize) -> Result<(), TableError<H::Error>> {
-        let Some(lease) = self.leases.get_mut(i) else { return Ok(()) };
-        let Some(slot) = self.table.slots.get(lease.slot as usize) else { return Err(TableError::StaleHandle) };
+    /// It cannot fail: the lease keeps more than `LEASE` references, so the
+    /// entry's incarnation stays (neither stale nor destroyed).
+    fn shed(&mut self, i: usize) {
+        let Some(lease) = self.leases.get_mut(i) else { return };
+        let Some(slot) = self.table.slots.get(lease.slot as usize) else { return };
         lease.tally = lease.tally.wrapping_sub(LEASE);
         let (idx, generation) = (lease.slot as usize, lease.generation);
         let m = slot.meta.load(Ordering::Relaxed);
-        self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED)
+        let r = self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED);
+        debug_assert!(r.is_ok(), "a lease's references are its incarnation's");
     }
 }
 
