@@ -523,25 +523,31 @@ where
     }
 
     /// A lease miss: [`lease_miss`](Self::lease_miss), then the table's slow
-    /// path; when the table is full and this session holds leases, it gives
-    /// them back and tries once more.
+    /// path for `form`'s attribute (converted only there: a lease miss that
+    /// the table's probe serves, the common one, needs no attribute); when
+    /// the table is full and this session holds leases, it gives them back
+    /// and tries once more.
     #[inline(never)]
-    fn lookup_miss(
+    fn lookup_miss<K: Lookup>(
         &mut self,
         key: &Key,
         h: u64,
         seen: Option<usize>,
-        attr: &AhAttr,
+        form: &K,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        if !self.free_fill(seen) && self.note_miss() {
-            return self.shared(key, h, attr, block);
-        }
-        let r = match self.lease_miss(key, h, seen) {
+        let p = if !self.free_fill(seen) && self.note_miss() {
+            self.table.probe_from(key, h, 0)
+        } else {
+            self.lease_miss(key, h, seen)
+        };
+        let p = match p {
             Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
             Probe::Overflow => return Err(TableError::RefcountOverflow),
-            p => self.table.lookup_slow(self.hal, attr, block, p),
+            p => p,
         };
+        let attr = form.to_attr().map_err(TableError::InvalidAttr)?;
+        let r = self.table.lookup_slow(self.hal, &attr, block, p);
         // The table is full, or the backend out of AHs, and this session's
         // leases may be what pins the entries eviction needs: give them back
         // and make the same look-up again (already counted as a miss).
@@ -552,19 +558,9 @@ where
         };
         if no_room && self.leases() > 0 {
             let _ = self.flush();
-            return self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss);
+            return self.table.lookup_slow_uncounted(self.hal, &attr, block, Probe::Miss);
         }
         r
-    }
-
-    /// The shared table's look-up, with no lease.
-    #[inline(always)]
-    fn shared(&self, key: &Key, h: u64, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.table.probe_from(key, h, 0) {
-            Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
-            Probe::Overflow => Err(TableError::RefcountOverflow),
-            p => self.table.lookup_slow(self.hal, attr, block, p),
-        }
     }
 
     /// Whether a lease miss on the key seen in slot `seen` is not counted
@@ -685,19 +681,20 @@ where
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
         let mut err = None;
-        let local = match key {
+        let (t, sg) = match key {
             Some(k) => {
                 let h = match hash {
                     Some(h) => h,
                     None => self.table.hash(&k),
                 };
-                self.lease_hit(&k, h)
+                match self.lease_hit(&k, h) {
+                    Local::Hit(r) => r,
+                    // A copy of the key for the out-of-line call, on this
+                    // cold path (as `AhTable::probe_from`'s).
+                    Local::Miss(seen) => self.words_miss(&{ k }, h, seen, &words, block, &mut err),
+                }
             }
-            None => Local::Miss(None),
-        };
-        let (t, sg) = match local {
-            Local::Hit(r) => r,
-            Local::Miss(seen) => self.lookup_converted(&words, seen, block, &mut err),
+            None => self.lookup_converted(&words, block, &mut err),
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
@@ -725,20 +722,40 @@ where
         AhTable::<H, N>::finish(t, sg, err)
     }
 
-    /// A look-up without a lease hit (`seen`: the slot the key was seen in),
-    /// the handle returned in registers and the error in `err`.
+    /// A lease miss of the canonical words `words` (key `key`, hash `h`,
+    /// seen in slot `seen`), the handle returned in registers and the error
+    /// in `err`.
     #[inline(never)]
-    fn lookup_converted<X: From<TableError<H::Error>>>(
+    fn words_miss<X: From<TableError<H::Error>>>(
         &mut self,
-        key: &AttrWords,
+        key: &Key,
+        h: u64,
         seen: Option<usize>,
+        words: &AttrWords,
         block: bool,
         err: &mut Option<X>,
     ) -> RawHandle {
-        let r = key.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
-            // Recomputed here so that the fast path keeps the key in registers.
+        let r = self.lookup_miss(key, h, seen, words, block);
+        AhTable::<H, N>::to_raw(r.map_err(X::from), err)
+    }
+
+    /// A look-up of words that are not canonical (no key of their own):
+    /// converted to the attribute, whose key the session looks up.
+    #[inline(never)]
+    fn lookup_converted<X: From<TableError<H::Error>>>(
+        &mut self,
+        words: &AttrWords,
+        block: bool,
+        err: &mut Option<X>,
+    ) -> RawHandle {
+        let r = words.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
             let k = Key::new(&attr);
-            self.lookup_miss(&k, self.table.hash(&k), seen, &attr, block)
+            let h = self.table.hash(&k);
+            let (t, sg) = match self.lease_hit(&k, h) {
+                Local::Hit(r) => r,
+                Local::Miss(seen) => return self.lookup_miss(&k, h, seen, &attr, block),
+            };
+            AhTable::<H, N>::finish(t, sg, None)
         });
         AhTable::<H, N>::to_raw(r.map_err(X::from), err)
     }
