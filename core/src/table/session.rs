@@ -691,10 +691,13 @@ where
                     Local::Hit(r) => r,
                     // A copy of the key for the out-of-line call, on this
                     // cold path (as `AhTable::probe_from`'s).
-                    Local::Miss(seen) => self.words_miss(&{ k }, h, seen, &words, block, &mut err),
+                    Local::Miss(seen) => {
+                        let r = self.lookup_miss(&{ k }, h, seen, &words, block);
+                        AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
+                    }
                 }
             }
-            None => self.lookup_converted(&words, block, &mut err),
+            None => AhTable::<H, N>::to_raw(self.lookup_converted(&words, block).map_err(X::from), &mut err),
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
@@ -722,42 +725,17 @@ where
         AhTable::<H, N>::finish(t, sg, err)
     }
 
-    /// A lease miss of the canonical words `words` (key `key`, hash `h`,
-    /// seen in slot `seen`), the handle returned in registers and the error
-    /// in `err`.
-    #[inline(never)]
-    fn words_miss<X: From<TableError<H::Error>>>(
-        &mut self,
-        key: &Key,
-        h: u64,
-        seen: Option<usize>,
-        words: &AttrWords,
-        block: bool,
-        err: &mut Option<X>,
-    ) -> RawHandle {
-        let r = self.lookup_miss(key, h, seen, words, block);
-        AhTable::<H, N>::to_raw(r.map_err(X::from), err)
-    }
-
     /// A look-up of words that are not canonical (no key of their own):
     /// converted to the attribute, whose key the session looks up.
     #[inline(never)]
-    fn lookup_converted<X: From<TableError<H::Error>>>(
-        &mut self,
-        words: &AttrWords,
-        block: bool,
-        err: &mut Option<X>,
-    ) -> RawHandle {
-        let r = words.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
-            let k = Key::new(&attr);
-            let h = self.table.hash(&k);
-            let (t, sg) = match self.lease_hit(&k, h) {
-                Local::Hit(r) => r,
-                Local::Miss(seen) => return self.lookup_miss(&k, h, seen, &attr, block),
-            };
-            AhTable::<H, N>::finish(t, sg, None)
-        });
-        AhTable::<H, N>::to_raw(r.map_err(X::from), err)
+    fn lookup_converted(&mut self, words: &AttrWords, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let attr = words.to_attr().map_err(TableError::InvalidAttr)?;
+        let k = Key::new(&attr);
+        let h = self.table.hash(&k);
+        match self.lease_hit(&k, h) {
+            Local::Hit((t, sg)) => AhTable::<H, N>::finish(t, sg, None),
+            Local::Miss(seen) => self.lookup_miss(&k, h, seen, &attr, block),
+        }
     }
 
     /// Gives a reference back: to its lease when this session holds one on
