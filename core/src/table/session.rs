@@ -718,7 +718,10 @@ where
         let (t, sg) = match self.lease_hit(key, h) {
             Local::Hit(r) => r,
             Local::Miss(seen) => {
-                let r = self.lookup_miss(key, h, seen, attr, block);
+                // A copy of the key for the out-of-line call, on this cold
+                // path (through `key` itself, the key went to memory on
+                // every look-up, 4 stores).
+                let r = self.lookup_miss(&{ *key }, h, seen, attr, block);
                 AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
             }
         };
