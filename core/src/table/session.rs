@@ -85,9 +85,13 @@
 //! # Statistics
 //!
 //! Hits served from a lease are counted in the session and published to the
-//! table's [`hits`](super::TableStats::hits) at the latest every 256 hits of
-//! a lease, when the lease is refilled or given back, and on flush, so a
-//! snapshot of the table's counters may lag by that much per lease.
+//! table's [`hits`](super::TableStats::hits) when a release through the
+//! session finds 256 or more of them on its lease, when the lease is
+//! refilled or given back, and on flush, so a snapshot of the table's
+//! counters may lag by fewer than 256 + 2 × `LEASE` + 1 hits per lease (a
+//! lease serves at most its references between two releases). (The check is
+//! in the release, not in the hit: a lease hit is the path a responder
+//! waits on.)
 
 use super::key::{Key, alt_of, home_of};
 use super::slot::USED;
@@ -101,7 +105,8 @@ use crate::sync::Ordering;
 /// of a peer.
 pub const LEASE: u32 = 64;
 
-/// After how many lease hits a session publishes them to the table's counter.
+/// From how many unpublished lease hits a release through a session
+/// publishes them to the table's counter.
 const PUBLISH: u32 = 256;
 
 /// Lease misses after which a session judges whether its leases pay.
@@ -144,8 +149,10 @@ const TALLY_HIT: u32 = 1 << 16;
 /// The references in a lease's tally.
 const TALLY_REFS: u32 = TALLY_HIT - 1;
 // A lease holds at most `2 × LEASE + 1` references (`release` sheds above
-// `2 × LEASE`) and publishes at `PUBLISH` hits: both fit their fields.
-const _: () = assert!(2 * LEASE < TALLY_REFS && (PUBLISH as u64) << 16 < 1 << 32);
+// `2 × LEASE`) and has fewer than `PUBLISH + 2 × LEASE + 1` unpublished hits
+// (a release publishes from `PUBLISH` on, and no more hits than references
+// come between two releases): both fit their fields.
+const _: () = assert!(2 * LEASE < TALLY_REFS && ((PUBLISH + 2 * LEASE + 1) as u64) << 16 < 1 << 32);
 
 /// References held on one incarnation of an entry.
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +161,8 @@ struct Lease {
     slot: u32,
     generation: u32,
     /// The references held and not handed out (bits 0..16) and the hits
-    /// served since the last publication (above, fewer than [`PUBLISH`]):
+    /// served since the last publication (above, fewer than [`PUBLISH`]` +
+    /// 2 × `[`LEASE`]` + 1`):
     /// a hit is one addition, [`TALLY_HIT`]` − 1`.
     tally: u32,
     /// Hit since its set last had to choose a victim.
@@ -335,8 +343,8 @@ where
     }
 
     /// Hits this session served from its leases and has not yet added to
-    /// the table's [`hits`](super::TableStats::hits) (fewer than 256 per
-    /// lease; 0 after [`flush`](Self::flush)).
+    /// the table's [`hits`](super::TableStats::hits) (fewer than 256 + 2 ×
+    /// [`LEASE`] + 1 per lease; 0 after [`flush`](Self::flush)).
     pub fn unpublished_hits(&self) -> u64 {
         self.leases.iter().map(|l| u64::from(l.hits())).sum()
     }
@@ -416,14 +424,10 @@ where
             if t & TALLY_REFS == 0 {
                 break;
             }
-            // One reference handed out, one hit counted.
-            let mut t = t.wrapping_add(TALLY_HIT - 1);
+            // One reference handed out, one hit counted (published by a
+            // release, see `lease_release`).
+            lease.tally = t.wrapping_add(TALLY_HIT - 1);
             lease.used = 1;
-            if t >= PUBLISH << 16 {
-                self.table.hits.fetch_add(u64::from(t >> 16), Ordering::Relaxed);
-                t &= TALLY_REFS;
-            }
-            lease.tally = t;
             let token = slot.ah.load(Ordering::Relaxed);
             return Local::Hit(raw(idx as u32, lease.generation, token));
         }
@@ -764,9 +768,10 @@ where
             let i = Self::way(idx, w);
             let Some(lease) = self.leases.get_mut(i) else { break };
             if lease.slot == handle.slot && lease.generation == handle.generation {
-                lease.tally = lease.tally.wrapping_add(1);
-                if lease.refs() > 2 * LEASE {
-                    self.shed(i);
+                let t = lease.tally.wrapping_add(1);
+                lease.tally = t;
+                if t & TALLY_REFS > 2 * LEASE || t >= PUBLISH << 16 {
+                    self.settle(i);
                 }
                 return true;
             }
@@ -774,19 +779,27 @@ where
         false
     }
 
-    /// Lease `i` holds more than `2 × LEASE` references: gives `LEASE` back.
+    /// Lease `i` holds more than `2 × LEASE` references, or [`PUBLISH`]
+    /// unpublished hits or more: gives `LEASE` references back, publishes
+    /// the hits. Giving back cannot fail: the lease keeps more than `LEASE`
+    /// references, so the entry's incarnation stays (neither stale nor
+    /// destroyed).
     #[cold]
     #[inline(never)]
-    /// It cannot fail: the lease keeps more than `LEASE` references, so the
-    /// entry's incarnation stays (neither stale nor destroyed).
-    fn shed(&mut self, i: usize) {
+    fn settle(&mut self, i: usize) {
         let Some(lease) = self.leases.get_mut(i) else { return };
         let Some(slot) = self.table.slots.get(lease.slot as usize) else { return };
-        lease.tally = lease.tally.wrapping_sub(LEASE);
-        let (idx, generation) = (lease.slot as usize, lease.generation);
-        let m = slot.meta.load(Ordering::Relaxed);
-        let r = self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED);
-        debug_assert!(r.is_ok(), "a lease's references are its incarnation's");
+        if lease.hits() >= PUBLISH {
+            self.table.hits.fetch_add(u64::from(lease.hits()), Ordering::Relaxed);
+            lease.tally &= TALLY_REFS;
+        }
+        if lease.refs() > 2 * LEASE {
+            lease.tally = lease.tally.wrapping_sub(LEASE);
+            let (idx, generation) = (lease.slot as usize, lease.generation);
+            let m = slot.meta.load(Ordering::Relaxed);
+            let r = self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED);
+            debug_assert!(r.is_ok(), "a lease's references are its incarnation's");
+        }
     }
 }
 
