@@ -60,10 +60,10 @@
 //!
 //! A lease hit takes no locked instruction, which saves about 7 ns per
 //! completion (hit and release) on one thread, more on two; but it makes
-//! about 20 instructions more than the table's hit, and a lease miss costs
+//! about 11 instructions more than the table's hit, and a lease miss costs
 //! far more than the table's hit (the session's own scan, then the probe,
-//! giving a lease back, taking a new one: about 400 instructions and 43 ns
-//! more, measured at 10³ peers in Zipf order). So a session's leases pay
+//! giving a lease back, taking a new one: about 270 instructions more, and
+//! 43 ns when it still made 400, measured at 10³ peers in Zipf order). So a session's leases pay
 //! only when its peers repeat a lot: at least `HITS_PER_MISS` (6) lease
 //! hits per lease miss (the figures are in its documentation), a hit rate of
 //! 86 %, not the 50 % that 10³ peers in Zipf order exceed (71 %) while
@@ -117,20 +117,26 @@ const JUDGE_MISSES: u32 = 64;
 /// against it (see the module documentation, "When leases do not pay").
 ///
 /// Measured (`benches/RESULTS.md`, the table, one thread, resolve +
-/// release per completion): at 64 peers every look-up is a lease hit, and a
-/// session takes 23.3 ns against the shared path's 30.6 (21.9 against 28.6
-/// in Zipf order), so a lease hit and its release save about 7 ns (the two
-/// locked instructions), for 19.6 instructions more (276.2 against 256.6).
-/// At 10³ peers in Zipf order, 71 % of the look-ups are lease hits (256
-/// leases, two per set; a simulation of the replacement over the same
-/// stream) and the session took 33.3 ns against 25.9, 388.6 instructions
-/// against 256.9: a lease miss (the session's scan, the conversion and
-/// probe after it, a lease given back and one taken) costs the shared path
-/// plus (7.4 + 0.71 × 7.0) / 0.29 ≈ 43 ns and (131.7 − 0.71 × 19.6) / 0.29 ≈
-/// 406 instructions. 43 / 7 ≈ 6: leases pay in time when there are at least
-/// 6 hits per miss (a hit rate of 6/7 ≈ 86 %), never in instructions. (On
-/// two threads a hit saves more where the shared path's lines bounce, 15 ns
-/// at 64 peers; the rule keeps to one thread's figures, the lower saving.)
+/// release per completion, main at c661cbc): at 64 peers every look-up is a
+/// lease hit, and a session takes 23.3 ns against the shared path's 30.6
+/// (21.9 against 28.6 in Zipf order), so a lease hit and its release save
+/// about 7 ns (the two locked instructions), for 19.6 instructions more
+/// (276.2 against 256.6). At 10³ peers in Zipf order, 71 % of the look-ups
+/// are lease hits (256 leases, two per set; a simulation of the replacement
+/// over the same stream) and the session took 33.3 ns against 25.9, 388.6
+/// instructions against 256.9: a lease miss (the session's scan, the probe
+/// after it, a lease given back and one taken) cost the shared path plus
+/// (7.4 + 0.71 × 7.0) / 0.29 ≈ 43 ns and (131.7 − 0.71 × 19.6) / 0.29 ≈
+/// 406 instructions. 43 / 7 ≈ 6: leases pay in time when there are at
+/// least 6 hits per miss (a hit rate of 6/7 ≈ 86 %), never in instructions.
+/// (On two threads a hit saves more where the shared path's lines bounce,
+/// 15 ns at 64 peers; the rule keeps to one thread's figures, the lower
+/// saving.) Since then a lease miss no longer converts and hashes the key
+/// again, and a hit no longer checks its publication: with leases forced
+/// (a 1:1 rule) the 10³ Zipf row is 343.3 instructions against 256.6 and
+/// the 64-peer row 267.0 against 256.3, a miss about 273 instructions more
+/// than the table's hit and a hit 10.7; the miss's time was not measured
+/// again, so 6 may now be conservative (4 if time followed instructions).
 const HITS_PER_MISS: u32 = 6;
 
 /// Look-ups a session whose leases did not pay makes on the shared path
