@@ -191,7 +191,7 @@ where
 
     #[inline(always)]
     fn lookup<K: Lookup, X: From<TableError<H::Error>>>(&mut self, key: K, wait: Wait) -> Result<AhHandle<H::Ah>, X> {
-        key.session_lookup(self, wait == Wait::Block)
+        self.lookup_any(&key, wait == Wait::Block)
     }
 
     const PREFETCH: bool = AhTable::<H, N>::PREFETCH;

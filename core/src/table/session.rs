@@ -58,27 +58,40 @@
 //!
 //! # When leases do not pay
 //!
-//! A lease hit takes no locked instruction (its instructions: about 18 more
-//! than the table's hit in `benches/benches/ah_table.rs`), but a lease miss costs more than the table's hit (the session's own
-//! scan, giving a lease back, taking a new one): a thread with more hot
-//! peers than leases, or peers that rarely repeat, would pay twice the
-//! shared path on every completion. So every 64 lease misses a session
-//! judges: if fewer than half of its look-ups since the last judgement were
-//! lease hits (the first 64 misses that only fill an empty lease count as
-//! neither: a session's warm-up, where every peer misses once), it gives every lease back and makes its next 4,096 look-ups
-//! exactly as the shared table does, then tries leases again; each trial in
-//! a row that fails doubles the next bypass, up to 65,536 look-ups, and a
-//! trial that pays resets it. A thrashing session thus costs the shared
-//! path plus a trial (at most 128 lease misses and a flush) per 65,536 look-ups, and
-//! a session whose peers repeat keeps its leases (one whose peers start
-//! repeating takes leases again within 65,536 look-ups).
+//! A lease hit takes no locked instruction, which saves about 7 ns per
+//! completion (hit and release) on one thread, more on two; but it makes
+//! about 11 instructions more than the table's hit, and a lease miss costs
+//! far more than the table's hit (the session's own scan, then the probe,
+//! giving a lease back, taking a new one: about 270 instructions more, and
+//! 43 ns when it still made 400, measured at 10³ peers in Zipf order). So a session's leases pay
+//! only when its peers repeat a lot: at least `HITS_PER_MISS` (6) lease
+//! hits per lease miss (the figures are in its documentation), a hit rate of
+//! 86 %, not the 50 % that 10³ peers in Zipf order exceed (71 %) while
+//! costing 1.5× the shared path in instructions and 1.3× in time.
+//!
+//! Every 64 lease misses a session judges: if its look-ups since the last
+//! judgement had fewer than 6 lease hits per lease miss (the first 64
+//! misses that only fill an empty lease count as neither: a session's
+//! warm-up, where every peer misses once), it gives every lease back and
+//! makes its next 4,096 look-ups exactly as the shared table does (the same
+//! code as [`Shared`](super::Shared)'s, after one test of a counter), then
+//! tries leases again; each trial in a row that fails doubles the next
+//! bypass, up to 65,536 look-ups, and a trial that pays resets it. A
+//! thrashing session thus costs the shared path plus a trial (at most 128
+//! lease misses and a flush) per 65,536 look-ups, and a session whose peers
+//! repeat keeps its leases (one whose peers start repeating takes leases
+//! again within 65,536 look-ups).
 //!
 //! # Statistics
 //!
 //! Hits served from a lease are counted in the session and published to the
-//! table's [`hits`](super::TableStats::hits) at the latest every 256 hits of
-//! a lease, when the lease is refilled or given back, and on flush, so a
-//! snapshot of the table's counters may lag by that much per lease.
+//! table's [`hits`](super::TableStats::hits) when a release through the
+//! session finds 256 or more of them on its lease, when the lease is
+//! refilled or given back, and on flush, so a snapshot of the table's
+//! counters may lag by fewer than 256 + 2 × `LEASE` + 1 hits per lease (a
+//! lease serves at most its references between two releases). (The check is
+//! in the release, not in the hit: a lease hit is the path a responder
+//! waits on.)
 
 use super::key::{Key, alt_of, home_of};
 use super::slot::USED;
@@ -92,11 +105,39 @@ use crate::sync::Ordering;
 /// of a peer.
 pub const LEASE: u32 = 64;
 
-/// After how many lease hits a session publishes them to the table's counter.
+/// From how many unpublished lease hits a release through a session
+/// publishes them to the table's counter.
 const PUBLISH: u32 = 256;
 
 /// Lease misses after which a session judges whether its leases pay.
 const JUDGE_MISSES: u32 = 64;
+
+/// Lease hits a session needs per lease miss for its leases to pay: what a
+/// lease miss costs more than the table's hit, over what a lease hit saves
+/// against it (see the module documentation, "When leases do not pay").
+///
+/// Measured (`benches/RESULTS.md`, the table, one thread, resolve +
+/// release per completion, main at c661cbc): at 64 peers every look-up is a
+/// lease hit, and a session takes 23.3 ns against the shared path's 30.6
+/// (21.9 against 28.6 in Zipf order), so a lease hit and its release save
+/// about 7 ns (the two locked instructions), for 19.6 instructions more
+/// (276.2 against 256.6). At 10³ peers in Zipf order, 71 % of the look-ups
+/// are lease hits (256 leases, two per set; a simulation of the replacement
+/// over the same stream) and the session took 33.3 ns against 25.9, 388.6
+/// instructions against 256.9: a lease miss (the session's scan, the probe
+/// after it, a lease given back and one taken) cost the shared path plus
+/// (7.4 + 0.71 × 7.0) / 0.29 ≈ 43 ns and (131.7 − 0.71 × 19.6) / 0.29 ≈
+/// 406 instructions. 43 / 7 ≈ 6: leases pay in time when there are at
+/// least 6 hits per miss (a hit rate of 6/7 ≈ 86 %), never in instructions.
+/// (On two threads a hit saves more where the shared path's lines bounce,
+/// 15 ns at 64 peers; the rule keeps to one thread's figures, the lower
+/// saving.) Since then a lease miss no longer converts and hashes the key
+/// again, and a hit no longer checks its publication: with leases forced
+/// (a 1:1 rule) the 10³ Zipf row is 343.3 instructions against 256.6 and
+/// the 64-peer row 267.0 against 256.3, a miss about 273 instructions more
+/// than the table's hit and a hit 10.7; the miss's time was not measured
+/// again, so 6 may now be conservative (4 if time followed instructions).
+const HITS_PER_MISS: u32 = 6;
 
 /// Look-ups a session whose leases did not pay makes on the shared path
 /// (with no lease) before it tries leases again.
@@ -114,8 +155,10 @@ const TALLY_HIT: u32 = 1 << 16;
 /// The references in a lease's tally.
 const TALLY_REFS: u32 = TALLY_HIT - 1;
 // A lease holds at most `2 × LEASE + 1` references (`release` sheds above
-// `2 × LEASE`) and publishes at `PUBLISH` hits: both fit their fields.
-const _: () = assert!(2 * LEASE < TALLY_REFS && (PUBLISH as u64) << 16 < 1 << 32);
+// `2 × LEASE`) and has fewer than `PUBLISH + 2 × LEASE + 1` unpublished hits
+// (a release publishes from `PUBLISH` on, and no more hits than references
+// come between two releases): both fit their fields.
+const _: () = assert!(2 * LEASE < TALLY_REFS && ((PUBLISH + 2 * LEASE + 1) as u64) << 16 < 1 << 32);
 
 /// References held on one incarnation of an entry.
 #[derive(Debug, Clone, Copy)]
@@ -124,7 +167,8 @@ struct Lease {
     slot: u32,
     generation: u32,
     /// The references held and not handed out (bits 0..16) and the hits
-    /// served since the last publication (above, fewer than [`PUBLISH`]):
+    /// served since the last publication (above, fewer than [`PUBLISH`]` +
+    /// 2 × `[`LEASE`]` + 1`):
     /// a hit is one addition, [`TALLY_HIT`]` − 1`.
     tally: u32,
     /// Hit since its set last had to choose a victim.
@@ -215,15 +259,17 @@ where
     /// The table's reclaim epoch when this session last gave its leases
     /// back (or started).
     epoch: u64,
-    /// Look-ups left on the shared path before leases are tried again (see
-    /// the module documentation, "When leases do not pay").
-    bypass: u32,
+    /// Look-ups left on the shared path before leases are tried again (> 0,
+    /// see the module documentation, "When leases do not pay"), or minus the
+    /// look-ups through leases since the last judgement (≤ 0): one counter,
+    /// so that a look-up's test of the path is one decrement and a branch on
+    /// its sign. (64 bits: a session whose leases never miss counts down for
+    /// ever.)
+    turn: i64,
     /// Judgements in a row that found the leases not paying, at most
     /// [`MAX_BACKOFF`]: each doubles the next bypass.
     failed: u32,
-    /// Look-ups through leases since the last judgement.
-    looked: u32,
-    /// Of those, the ones no lease served, but for the fills
+    /// Of the look-ups through leases since the last judgement, the ones no lease served, but for the fills
     /// ([`free_fill`](Self::free_fill)).
     missed: u32,
     /// Lease misses since the last judgement that only filled an empty
@@ -241,7 +287,7 @@ where
             .field("leases", &self.leases())
             .field("leased_refs", &self.leased_refs())
             .field("epoch", &self.epoch)
-            .field("bypass", &self.bypass)
+            .field("bypassing", &self.bypassing())
             .finish_non_exhaustive()
     }
 }
@@ -272,9 +318,8 @@ where
             table,
             hal,
             epoch: table.reclaim.load(Ordering::Relaxed),
-            bypass: 0,
+            turn: 0,
             failed: 0,
-            looked: 0,
             missed: 0,
             filled: 0,
             leases: [Lease::EMPTY; L],
@@ -304,8 +349,8 @@ where
     }
 
     /// Hits this session served from its leases and has not yet added to
-    /// the table's [`hits`](super::TableStats::hits) (fewer than 256 per
-    /// lease; 0 after [`flush`](Self::flush)).
+    /// the table's [`hits`](super::TableStats::hits) (fewer than 256 + 2 ×
+    /// [`LEASE`] + 1 per lease; 0 after [`flush`](Self::flush)).
     pub fn unpublished_hits(&self) -> u64 {
         self.leases.iter().map(|l| u64::from(l.hits())).sum()
     }
@@ -385,14 +430,10 @@ where
             if t & TALLY_REFS == 0 {
                 break;
             }
-            // One reference handed out, one hit counted.
-            let mut t = t.wrapping_add(TALLY_HIT - 1);
+            // One reference handed out, one hit counted (published by a
+            // release, see `lease_release`).
+            lease.tally = t.wrapping_add(TALLY_HIT - 1);
             lease.used = 1;
-            if t >= PUBLISH << 16 {
-                self.table.hits.fetch_add(u64::from(t >> 16), Ordering::Relaxed);
-                t &= TALLY_REFS;
-            }
-            lease.tally = t;
             let token = slot.ah.load(Ordering::Relaxed);
             return Local::Hit(raw(idx as u32, lease.generation, token));
         }
@@ -492,25 +533,31 @@ where
     }
 
     /// A lease miss: [`lease_miss`](Self::lease_miss), then the table's slow
-    /// path; when the table is full and this session holds leases, it gives
-    /// them back and tries once more.
+    /// path for `form`'s attribute (converted only there: a lease miss that
+    /// the table's probe serves, the common one, needs no attribute); when
+    /// the table is full and this session holds leases, it gives them back
+    /// and tries once more.
     #[inline(never)]
-    fn lookup_miss(
+    fn lookup_miss<K: Lookup>(
         &mut self,
         key: &Key,
         h: u64,
         seen: Option<usize>,
-        attr: &AhAttr,
+        form: &K,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        if !self.free_fill(seen) && self.note_miss() {
-            return self.shared(key, h, attr, block);
-        }
-        let r = match self.lease_miss(key, h, seen) {
+        let p = if !self.free_fill(seen) && self.note_miss() {
+            self.table.probe_from(key, h, 0)
+        } else {
+            self.lease_miss(key, h, seen)
+        };
+        let p = match p {
             Probe::Hit(s, g, t) => return Ok(AhTable::<H, N>::handle(s, g, t)),
             Probe::Overflow => return Err(TableError::RefcountOverflow),
-            p => self.table.lookup_slow(self.hal, attr, block, p),
+            p => p,
         };
+        let attr = form.to_attr().map_err(TableError::InvalidAttr)?;
+        let r = self.table.lookup_slow(self.hal, &attr, block, p);
         // The table is full, or the backend out of AHs, and this session's
         // leases may be what pins the entries eviction needs: give them back
         // and make the same look-up again (already counted as a miss).
@@ -521,19 +568,9 @@ where
         };
         if no_room && self.leases() > 0 {
             let _ = self.flush();
-            return self.table.lookup_slow_uncounted(self.hal, attr, block, Probe::Miss);
+            return self.table.lookup_slow_uncounted(self.hal, &attr, block, Probe::Miss);
         }
         r
-    }
-
-    /// The shared table's look-up, with no lease.
-    #[inline(always)]
-    fn shared(&self, key: &Key, h: u64, attr: &AhAttr, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        match self.table.probe_from(key, h, 0) {
-            Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
-            Probe::Overflow => Err(TableError::RefcountOverflow),
-            p => self.table.lookup_slow(self.hal, attr, block, p),
-        }
     }
 
     /// Whether a lease miss on the key seen in slot `seen` is not counted
@@ -557,8 +594,8 @@ where
     }
 
     /// Counts a lease miss; every [`JUDGE_MISSES`] of them, judges whether
-    /// leases pay: when fewer than half of the look-ups since the last
-    /// judgement were lease hits, gives every lease back and makes the next
+    /// leases pay: when the look-ups since the last judgement had fewer than
+    /// [`HITS_PER_MISS`] lease hits per lease miss, gives every lease back and makes the next
     /// [`BYPASS`] look-ups on the shared path, twice as many after each
     /// judgement in a row that found the same (at most `BYPASS <<
     /// MAX_BACKOFF`). Returns whether it did.
@@ -568,15 +605,16 @@ where
         if self.missed < JUDGE_MISSES {
             return false;
         }
-        let hits = self.looked.saturating_sub(self.missed).saturating_sub(self.filled);
-        let pays = hits >= self.missed;
-        (self.looked, self.missed, self.filled) = (0, 0, 0);
+        let looked = u32::try_from(self.turn.unsigned_abs()).unwrap_or(u32::MAX);
+        let hits = looked.saturating_sub(self.missed).saturating_sub(self.filled);
+        let pays = hits >= self.missed.saturating_mul(HITS_PER_MISS);
+        (self.turn, self.missed, self.filled) = (0, 0, 0);
         if pays {
             self.failed = 0;
             return false;
         }
         let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
-        self.bypass = BYPASS << self.failed;
+        self.turn = i64::from(BYPASS << self.failed);
         self.failed = self.failed.wrapping_add(1).min(MAX_BACKOFF);
         true
     }
@@ -584,20 +622,36 @@ where
     /// Whether this session is making its look-ups on the shared path
     /// because its leases did not pay (see the module documentation).
     pub fn bypassing(&self) -> bool {
-        self.bypass != 0
+        self.turn > 0
     }
 
     /// [`AhTable::get_or_create`] through this session (any key form:
     /// [`AhAttr`], [`PreparedAttr`](super::PreparedAttr), [`AttrWords`]).
     #[inline(always)]
     pub fn get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        key.session_lookup(self, true)
+        self.lookup_any(key, true)
     }
 
     /// [`AhTable::try_get_or_create`] through this session.
     #[inline(always)]
     pub fn try_get_or_create(&mut self, key: &impl Lookup) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
-        key.session_lookup(self, false)
+        self.lookup_any(key, false)
+    }
+
+    /// Every look-up of a session: while it bypasses its leases, exactly
+    /// the shared table's look-up (the code [`Shared`](super::Shared) runs,
+    /// with one counter more); otherwise through the leases.
+    #[inline(always)]
+    pub(super) fn lookup_any<K: Lookup, X: From<TableError<H::Error>>>(
+        &mut self,
+        key: &K,
+        block: bool,
+    ) -> Result<AhHandle<H::Ah>, X> {
+        self.turn = self.turn.wrapping_sub(1);
+        if self.turn >= 0 {
+            return key.table_lookup(self.table, self.hal, block);
+        }
+        key.session_lookup(self, block)
     }
 
     /// The look-up of `words` (`key`: their canonical form, if they have
@@ -636,41 +690,24 @@ where
         words: AttrWords,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        if self.bypass != 0 {
-            self.bypass = self.bypass.wrapping_sub(1);
-            // The shared table's look-up of the words (`AttrWords::table_lookup`)
-            // with the key already made, inline, the error converted where
-            // it arises: an out-of-line call that took the key by value and
-            // converted the result after it made a bypassing session's
-            // `Responder::resolve` 322 instructions instead of ~300.
-            let Some(k) = key else {
-                return self.table.lookup_converted(self.hal, &words, block, None).map_err(X::from);
-            };
-            let h = match hash {
-                Some(h) => h,
-                None => self.table.hash(&k),
-            };
-            return match self.table.probe_from(&k, h, 0) {
-                Probe::Hit(s, g, t) => Ok(AhTable::<H, N>::handle(s, g, t)),
-                Probe::Overflow => Err(TableError::RefcountOverflow.into()),
-                p => self.table.lookup_converted(self.hal, &words, block, Some(p)).map_err(X::from),
-            };
-        }
-        self.looked = self.looked.wrapping_add(1);
         let mut err = None;
-        let local = match key {
+        let (t, sg) = match key {
             Some(k) => {
                 let h = match hash {
                     Some(h) => h,
                     None => self.table.hash(&k),
                 };
-                self.lease_hit(&k, h)
+                match self.lease_hit(&k, h) {
+                    Local::Hit(r) => r,
+                    // A copy of the key for the out-of-line call, on this
+                    // cold path (as `AhTable::probe_from`'s).
+                    Local::Miss(seen) => {
+                        let r = self.lookup_miss(&{ k }, h, seen, &words, block);
+                        AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
+                    }
+                }
             }
-            None => Local::Miss(None),
-        };
-        let (t, sg) = match local {
-            Local::Hit(r) => r,
-            Local::Miss(seen) => self.lookup_converted(&words, seen, block, &mut err),
+            None => AhTable::<H, N>::to_raw(self.lookup_converted(&words, block).map_err(X::from), &mut err),
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
@@ -685,40 +722,33 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        if self.bypass != 0 {
-            self.bypass = self.bypass.wrapping_sub(1);
-            return self.shared(key, h, attr, block).map_err(X::from);
-        }
-        self.looked = self.looked.wrapping_add(1);
         // Both paths give a `RawHandle`, so that they meet in registers (see
         // `AhTable::finish`).
         let mut err = None;
         let (t, sg) = match self.lease_hit(key, h) {
             Local::Hit(r) => r,
             Local::Miss(seen) => {
-                let r = self.lookup_miss(key, h, seen, attr, block);
+                // A copy of the key for the out-of-line call, on this cold
+                // path (through `key` itself, the key went to memory on
+                // every look-up, 4 stores).
+                let r = self.lookup_miss(&{ *key }, h, seen, attr, block);
                 AhTable::<H, N>::to_raw(r.map_err(X::from), &mut err)
             }
         };
         AhTable::<H, N>::finish(t, sg, err)
     }
 
-    /// A look-up without a lease hit (`seen`: the slot the key was seen in),
-    /// the handle returned in registers and the error in `err`.
+    /// A look-up of words that are not canonical (no key of their own):
+    /// converted to the attribute, whose key the session looks up.
     #[inline(never)]
-    fn lookup_converted<X: From<TableError<H::Error>>>(
-        &mut self,
-        key: &AttrWords,
-        seen: Option<usize>,
-        block: bool,
-        err: &mut Option<X>,
-    ) -> RawHandle {
-        let r = key.to_attr().map_err(TableError::InvalidAttr).and_then(|attr| {
-            // Recomputed here so that the fast path keeps the key in registers.
-            let k = Key::new(&attr);
-            self.lookup_miss(&k, self.table.hash(&k), seen, &attr, block)
-        });
-        AhTable::<H, N>::to_raw(r.map_err(X::from), err)
+    fn lookup_converted(&mut self, words: &AttrWords, block: bool) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
+        let attr = words.to_attr().map_err(TableError::InvalidAttr)?;
+        let k = Key::new(&attr);
+        let h = self.table.hash(&k);
+        match self.lease_hit(&k, h) {
+            Local::Hit((t, sg)) => AhTable::<H, N>::finish(t, sg, None),
+            Local::Miss(seen) => self.lookup_miss(&k, h, seen, &attr, block),
+        }
     }
 
     /// Gives a reference back: to its lease when this session holds one on
@@ -727,35 +757,55 @@ where
     #[inline(always)]
     pub fn release(&mut self, handle: AhHandle<H::Ah>) -> Result<(), TableError<H::Error>> {
         // On the shared path the session holds no lease (`note_miss` gave
-        // them all back, and only the lease path takes one).
-        if self.bypass != 0 {
-            return self.table.release(self.hal, handle);
+        // them all back, and only the lease path takes one). One result for
+        // both paths' success, so that the caller tests it once.
+        if self.turn <= 0 && self.lease_release(&handle) {
+            return Ok(());
         }
+        self.table.release(self.hal, handle)
+    }
+
+    /// Gives `handle`'s reference to its lease, if this session holds one on
+    /// its incarnation.
+    #[inline(always)]
+    fn lease_release(&mut self, handle: &AhHandle<H::Ah>) -> bool {
         let idx = handle.slot as usize;
         for w in 0..2 {
             let i = Self::way(idx, w);
             let Some(lease) = self.leases.get_mut(i) else { break };
             if lease.slot == handle.slot && lease.generation == handle.generation {
-                lease.tally = lease.tally.wrapping_add(1);
-                if lease.refs() > 2 * LEASE {
-                    return self.shed(i);
+                let t = lease.tally.wrapping_add(1);
+                lease.tally = t;
+                if t & TALLY_REFS > 2 * LEASE || t >= PUBLISH << 16 {
+                    self.settle(i);
                 }
-                return Ok(());
+                return true;
             }
         }
-        self.table.release(self.hal, handle)
+        false
     }
 
-    /// Lease `i` holds more than `2 × LEASE` references: gives `LEASE` back.
+    /// Lease `i` holds more than `2 × LEASE` references, or [`PUBLISH`]
+    /// unpublished hits or more: gives `LEASE` references back, publishes
+    /// the hits. Giving back cannot fail: the lease keeps more than `LEASE`
+    /// references, so the entry's incarnation stays (neither stale nor
+    /// destroyed).
     #[cold]
     #[inline(never)]
-    fn shed(&mut self, i: usize) -> Result<(), TableError<H::Error>> {
-        let Some(lease) = self.leases.get_mut(i) else { return Ok(()) };
-        let Some(slot) = self.table.slots.get(lease.slot as usize) else { return Err(TableError::StaleHandle) };
-        lease.tally = lease.tally.wrapping_sub(LEASE);
-        let (idx, generation) = (lease.slot as usize, lease.generation);
-        let m = slot.meta.load(Ordering::Relaxed);
-        self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED)
+    fn settle(&mut self, i: usize) {
+        let Some(lease) = self.leases.get_mut(i) else { return };
+        let Some(slot) = self.table.slots.get(lease.slot as usize) else { return };
+        if lease.hits() >= PUBLISH {
+            self.table.hits.fetch_add(u64::from(lease.hits()), Ordering::Relaxed);
+            lease.tally &= TALLY_REFS;
+        }
+        if lease.refs() > 2 * LEASE {
+            lease.tally = lease.tally.wrapping_sub(LEASE);
+            let (idx, generation) = (lease.slot as usize, lease.generation);
+            let m = slot.meta.load(Ordering::Relaxed);
+            let r = self.table.release_slow(self.hal, idx, generation, m, u64::from(LEASE), USED);
+            debug_assert!(r.is_ok(), "a lease's references are its incarnation's");
+        }
     }
 }
 

@@ -828,6 +828,54 @@ fn a_thrashing_session_takes_the_shared_path() {
     assert_eq!(hal.live(), 0);
 }
 
+/// The judgement weighs a lease miss against several hits: a session whose
+/// look-ups are three quarters lease hits (one hot peer three times, then
+/// one of 64 cold peers in turn: more than the 50 % that once kept leases,
+/// fewer than 6 hits per miss) ends up on the shared path; one over a few
+/// repeating peers (each 7 times in a row, all lease hits past the warm-up) keeps
+/// its leases. Every look-up is counted once either way.
+#[test]
+fn leases_are_kept_only_when_hits_outweigh_misses() {
+    let t: AhTable<Counting, 256> = AhTable::new();
+    let hal = Counting::default();
+    let mut s: Session<'_, Counting, 256, 4> = Session::new(&t, &hal);
+    let mut lookups = 0u64;
+    let mut bypassed = false;
+    let rounds = if cfg!(miri) { 100 } else { 2_000u64 };
+    for r in 0..rounds {
+        for p in [peer(100), peer(100), peer(100), peer(r % 64)] {
+            let h = s.get_or_create(&p).unwrap();
+            assert_eq!(hal.attr_of(h.ah()), Some(p));
+            lookups += 1;
+            s.release(h).unwrap();
+            bypassed |= s.bypassing();
+        }
+    }
+    assert!(bypassed, "3 lease hits per lease miss do not pay");
+    let st = t.checked_stats();
+    assert_eq!(st.hits + st.misses + s.unpublished_hits(), lookups);
+    drop(s);
+    // Four peers (at most a set's two per set of a 256-slot table under 256
+    // leases: no two compete), each 7 times in a row: past the warm-up,
+    // every look-up is a lease hit.
+    let mut s: Session<'_, Counting, 256> = t.session(&hal);
+    for r in 0..if cfg!(miri) { 50 } else { 2_000u64 } {
+        for _ in 0..7 {
+            let h = s.get_or_create(&peer(r % 4)).unwrap();
+            s.release(h).unwrap();
+            assert!(!s.bypassing(), "a few repeating peers: leases pay");
+        }
+    }
+    assert_eq!(s.leases(), 4);
+    // Releases publish the leases' hits: what is left is under the bound.
+    assert!(s.unpublished_hits() < 4 * u64::from(256 + 2 * LEASE + 1));
+    let st = t.checked_stats();
+    assert_eq!(st.hits + st.misses + s.unpublished_hits(), lookups + 7 * if cfg!(miri) { 50 } else { 2_000 });
+    drop(s);
+    t.retire_all(&hal);
+    assert_eq!(hal.live(), 0);
+}
+
 /// A `PreparedAttr` works with every table: with the hash it keeps when it
 /// was prepared for the table's seed, else with the table's own.
 #[test]
