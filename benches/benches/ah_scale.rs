@@ -27,6 +27,10 @@
 //!   thread, and prints the median ratio per peer count and order (criterion
 //!   has the same pair as `…-batch-…` and `…-plain-…` rows where the table
 //!   is large enough to prefetch);
+//! * sessions against the shared table: `UDAH_AH_SCALE_AB=session cargo
+//!   bench -p udah-benches --bench ah_scale` times a session against the
+//!   shared table, single and batch, on one and two threads, interleaved the
+//!   same way, and prints the median ratio session / shared;
 //! * occupancy: `UDAH_AH_SCALE_OCCUPANCY=1 cargo bench -p udah-benches
 //!   --bench ah_scale` fills tables of 2¹⁰, 2¹⁶ and 2²⁰ slots with distinct
 //!   peers (consecutive and scrambled addresses), one `get_or_create` +
@@ -523,15 +527,80 @@ fn bench_scale<const N: usize>(n: usize, c: &mut Criterion) {
     }
 }
 
+/// Rounds of an interleaved A/B run.
+const AB_ROUNDS: usize = 41;
+/// Completions per thread per side and round of an A/B run.
+const AB_K: usize = 1 << 16;
+
+/// An interleaved A/B run's figures, each sorted: the per-round ratio a / b
+/// and each side's ns per completion (per thread).
+struct Ab {
+    ratio: Vec<f64>,
+    a: Vec<f64>,
+    b: Vec<f64>,
+}
+
+impl Ab {
+    /// The `f` quantile of `v` (sorted).
+    fn q(v: &[f64], f: f64) -> f64 {
+        v[((v.len() - 1) as f64 * f).round() as usize]
+    }
+
+    /// "median ratio (quartiles), a ns / b ns per WC" (medians).
+    fn summary(&self) -> String {
+        let q = Self::q;
+        format!(
+            "{:.2} (quartiles {:.2}-{:.2}), {:.0} ns / {:.0} ns per WC",
+            q(&self.ratio, 0.5),
+            q(&self.ratio, 0.25),
+            q(&self.ratio, 0.75),
+            q(&self.a, 0.5),
+            q(&self.b, 0.5)
+        )
+    }
+}
+
+/// `a` against `b` by `threads` threads, interleaved: [`AB_ROUNDS`] rounds
+/// of [`AB_K`] completions per thread each way, alternating which goes
+/// first, so that a load that drifts during the run moves both sides of a
+/// round alike.
+fn interleaved<const N: usize>(
+    ts: (&Table<N>, &BenchHal, &Scale),
+    order: &[Case],
+    a: (Path, Mode),
+    b: (Path, Mode),
+    threads: usize,
+) -> Ab {
+    let mut r = Ab { ratio: Vec::new(), a: Vec::new(), b: Vec::new() };
+    let mut from = 0usize;
+    for round in 0..AB_ROUNDS {
+        let mut run = |pm| {
+            let d = timed(ts, order, from, AB_K, pm, threads);
+            from = from.wrapping_add(AB_K);
+            d.as_nanos() as f64 / AB_K as f64
+        };
+        let (x, y) = if round % 2 == 0 {
+            let x = run(a);
+            (x, run(b))
+        } else {
+            let y = run(b);
+            (run(a), y)
+        };
+        r.ratio.push(x / y);
+        r.a.push(x);
+        r.b.push(y);
+    }
+    for v in [&mut r.ratio, &mut r.a, &mut r.b] {
+        v.sort_by(f64::total_cmp);
+    }
+    r
+}
+
 /// `UDAH_AH_SCALE_AB=1`: the batch's prefetch against the same batch
-/// without it ([`Mode::Plain`]), interleaved: `ROUNDS` rounds of `AB_K`
-/// completions each way, alternating which goes first, on one thread; prints
-/// the median and quartiles of the per-round ratio prefetching / plain
-/// (so that a load that drifts during the run moves both sides of a round
-/// alike), and the medians of each side's ns per completion.
+/// without it ([`Mode::Plain`]), [`interleaved`] on one thread; prints the
+/// median and quartiles of the per-round ratio prefetching / plain and the
+/// medians of each side's ns per completion.
 fn ab_prefetch<const N: usize>(n: usize) {
-    const ROUNDS: usize = 41;
-    const AB_K: usize = 1 << 16;
     let s = Scale::new(n);
     let hal = BenchHal::new(None);
     let t = table::<N>();
@@ -540,54 +609,49 @@ fn ab_prefetch<const N: usize>(n: usize) {
     for pop in [Popularity::Uniform, Popularity::Zipf] {
         let order = s.order(pop);
         for (path, pname) in [(Path::Shared, "shared"), (Path::Session, "session")] {
-            let (mut ratio, mut fetched, mut plain) = (Vec::new(), Vec::new(), Vec::new());
-            let mut from = 0usize;
-            for round in 0..ROUNDS {
-                let mut run = |mode| {
-                    let d = timed((&t, &hal, &s), order, from, AB_K, (path, mode), 1);
-                    from = from.wrapping_add(AB_K);
-                    d.as_nanos() as f64 / AB_K as f64
-                };
-                let (b, p) = if !prefetched {
-                    // A table that fits the caches: the batch does not
-                    // stage, and Plain is the same code; the batch alone.
-                    let b = run(Mode::Batch);
-                    (b, b)
-                } else if round % 2 == 0 {
-                    let b = run(Mode::Batch);
-                    (b, run(Mode::Plain))
-                } else {
-                    let p = run(Mode::Plain);
-                    (run(Mode::Batch), p)
-                };
-                ratio.push(b / p);
-                fetched.push(b);
-                plain.push(p);
-            }
-            for v in [&mut ratio, &mut fetched, &mut plain] {
-                v.sort_by(f64::total_cmp);
-            }
-            let q = |v: &[f64], f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
             if !prefetched {
+                // A table that fits the caches: the batch does not stage,
+                // and Plain is the same code; the batch against itself.
+                let r = interleaved((&t, &hal, &s), order, (path, Mode::Batch), (path, Mode::Batch), 1);
                 println!(
                     "{n:>9} peers {:>7} {pname:>7}: batch (table of {} KiB, not staged) {:.0} ns per WC (quartiles {:.0}-{:.0})",
                     pop_name(pop),
                     N * 64 / 1024,
-                    q(&fetched, 0.5),
-                    q(&fetched, 0.25),
-                    q(&fetched, 0.75)
+                    Ab::q(&r.a, 0.5),
+                    Ab::q(&r.a, 0.25),
+                    Ab::q(&r.a, 0.75)
                 );
                 continue;
             }
-            println!(
-                "{n:>9} peers {:>7} {pname:>7}: prefetching / plain batch {:.2} (quartiles {:.2}-{:.2}), {:.0} ns / {:.0} ns per WC",
-                pop_name(pop),
-                q(&ratio, 0.5),
-                q(&ratio, 0.25),
-                q(&ratio, 0.75),
-                q(&fetched, 0.5),
-                q(&plain, 0.5)
-            );
+            let r = interleaved((&t, &hal, &s), order, (path, Mode::Batch), (path, Mode::Plain), 1);
+            println!("{n:>9} peers {:>7} {pname:>7}: prefetching / plain batch {}", pop_name(pop), r.summary());
+        }
+    }
+}
+
+/// `UDAH_AH_SCALE_AB=session`: a session against the shared table, single
+/// and batch, on one thread and on two, [`interleaved`]; prints the median
+/// and quartiles of the per-round ratio session / shared and the medians of
+/// each side's ns per completion (per thread). Issue #15 asks for sessions
+/// never costlier than the shared path; criterion's rows of the two, taken
+/// minutes apart, differ by up to 2× at 10⁵ peers on this VM whichever is
+/// the faster, so this is the comparison to read.
+fn ab_session<const N: usize>(n: usize) {
+    let s = Scale::new(n);
+    let hal = BenchHal::new(None);
+    let t = table::<N>();
+    warm(&t, &hal, &s);
+    for pop in [Popularity::Uniform, Popularity::Zipf] {
+        let order = s.order(pop);
+        for threads in [1, 2] {
+            for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
+                let r = interleaved((&t, &hal, &s), order, (Path::Session, mode), (Path::Shared, mode), threads);
+                println!(
+                    "{n:>9} peers {:>7} {threads} thread(s) {mname:>6}: session / shared {}",
+                    pop_name(pop),
+                    r.summary()
+                );
+            }
         }
     }
 }
@@ -615,9 +679,13 @@ fn real_main() {
     if std::env::var_os("UDAH_AH_SCALE_OCCUPANCY").is_some() {
         return occupancy_report();
     }
-    if std::env::var_os("UDAH_AH_SCALE_AB").is_some() {
+    if let Some(ab) = std::env::var_os("UDAH_AH_SCALE_AB") {
         for n in peer_counts() {
-            dispatch!(n, ab_prefetch());
+            if ab == "session" {
+                dispatch!(n, ab_session());
+            } else {
+                dispatch!(n, ab_prefetch());
+            }
         }
         return;
     }
