@@ -60,7 +60,8 @@
 //!
 //! A lease hit takes no locked instruction, which saves about 7 ns per
 //! completion (hit and release) on one thread, more on two; but it makes
-//! about 11 instructions more than the table's hit, and a lease miss costs
+//! about 20 instructions more than the table's hit (112.1 against 92.1 in
+//! `benches/benches/ah_table.rs`), and a lease miss costs
 //! far more than the table's hit (the session's own scan, then the probe,
 //! giving a lease back, taking a new one: about 270 instructions more, and
 //! 43 ns when it still made 400, measured at 10³ peers in Zipf order). So a session's leases pay
