@@ -392,7 +392,8 @@ const FLAT_BATCH: f64 = 1.26;
 /// merging `hit` (same day): the table's hit got 11 instructions cheaper
 /// and a lease hit 6, so at 64 peers, where the session keeps its leases,
 /// it measured 1.066 single and 1.041 batch (268.3 / 251.6, 295.0 /
-/// 283.5); the bypassing rows stay at 1.02-1.04.
+/// 283.5); the bypassing rows stay at 1.02-1.04. (Without the
+/// straight-line first-slot tries, withdrawn for loom: 1.05 / 1.06.)
 const SESSION: f64 = 1.08;
 
 fn icount_gate() {

@@ -1176,44 +1176,14 @@ impl<H, const N: usize> AhTable<H, N> {
         self.probe_window(key, alt_of(self.hash(key), Self::MASK), extra)
     }
 
-    /// The lock-free probe of the window that starts at `home`: one try on
-    /// its first slot, where a key nearly always is below half full (95 % at
-    /// a tenth full, 76 % at half full: `position_histogram` in the tests),
-    /// then, on anything but a hit there, [`probe_window_loop`](Self::probe_window_loop)
-    /// from that slot (its key compared again: the loop is the general case,
-    /// this is the straight-line one, with no loop counter and fewer live
-    /// registers; ah_table hit 96.2 -> 93.0 instructions).
+    /// The lock-free probe of every slot of the window that starts at
+    /// `home`. (A straight-line try of the first slot before this loop
+    /// made a table hit 4 instructions cheaper, 96.2 -> 92.1, but read the
+    /// first slot twice whenever the try failed, and the loom models of
+    /// `tests/loom_table.rs` then ran for over 25 minutes instead of a few:
+    /// not kept.)
     #[inline(always)]
     fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
-        if let Some(slot) = self.slots.get(home & Self::MASK) {
-            let m = slot.meta.load(Ordering::Acquire);
-            if Self::key_matches(slot, key) {
-                let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
-                // The loop's test (`LIVE`, room for the references), and
-                // `USED` already set, as on a hot entry's word, so that the
-                // CAS need not set it (the loop sets it after a CLOCK pass
-                // cleared it; ah_table hit 93.0 -> 92.1).
-                if live_with_room(next, extra, USED) {
-                    let token = slot.ah.load(Ordering::Relaxed);
-                    fence(Ordering::Acquire);
-                    if slot.meta.compare_exchange(m, next, Ordering::Acquire, Ordering::Acquire).is_ok() {
-                        if next < HIT_STEP {
-                            self.hits.fetch_add(HIT_CARRY, Ordering::Relaxed);
-                        }
-                        return Probe::Hit((home & Self::MASK) as u32, generation(m), token);
-                    }
-                    // A lost race: the loop's first slot has one try less.
-                    return self.probe_window_loop(key, home, 1, extra);
-                }
-            }
-        }
-        self.probe_window_loop(key, home, 0, extra)
-    }
-
-    /// The probe of every slot of the window that starts at `home`, its
-    /// first slot's CAS having already lost `first_tries` races.
-    #[inline(always)]
-    fn probe_window_loop(&self, key: &Key, home: usize, first_tries: u32, extra: u64) -> Probe {
         // The slot's byte offset steps, not its index (from `home + i` each
         // time, the first slot cost a reload and an add more; from the
         // index, a mask, a copy and a shift per slot where the offset needs
@@ -1225,7 +1195,7 @@ impl<H, const N: usize> AhTable<H, N> {
             next_off = next_off.wrapping_add(SIZE) & Self::MASK.wrapping_mul(SIZE);
             let Some(slot) = self.slots.get(idx) else { continue };
             let mut m = slot.meta.load(Ordering::Acquire);
-            let mut tries = if idx == home & Self::MASK { first_tries } else { 0 };
+            let mut tries = 0u32;
             loop {
                 // The key first (these loads follow the `Acquire` load of `m`
                 // whatever the order of the tests), so that the state test on

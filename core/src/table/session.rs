@@ -381,11 +381,6 @@ where
         // the window out of line cost the 12 % of keys not in their home
         // slot a call: 2.5 to 7 instructions per look-up more.)
         let home = home_of(h, AhTable::<H, N>::MASK);
-        // The home slot first, in straight-line code (where a key nearly
-        // always is, as in `AhTable::probe_window`), then the window's loop.
-        if self.table.slots.get(home).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)) {
-            return self.hit_at(home);
-        }
         let idx = match self.scan(key, home) {
             Some(idx) => idx,
             // A copy of the key for the out-of-line call, on this cold path
