@@ -765,12 +765,11 @@ fn not_live_is_creating(m: u64) -> bool {
 
 /// Whether `next`, a slot's word plus `HIT_STEP + extra` (one reference,
 /// one hit, `extra` more references), is `LIVE` with a refcount of `1 +
-/// extra ..= REF_MAX`, and has the `bits` (`USED` or 0) set: one range
-/// test of its state, refcount (and `bits`) fields, since a refcount
-/// overflow carries into the state. (`extra` < `REF_MAX`.)
+/// extra ..= REF_MAX`: one range test of its state and refcount fields,
+/// since a refcount overflow carries into the state. (`extra` < `REF_MAX`.)
 #[inline(always)]
-fn live_with_room(next: u64, extra: u64, bits: u64) -> bool {
-    (next & (bits | STATE_MASK | REF_MAX)).wrapping_sub(bits | LIVE_BITS.wrapping_add(1).wrapping_add(extra))
+fn live_with_room(next: u64, extra: u64) -> bool {
+    (next & (STATE_MASK | REF_MAX)).wrapping_sub(LIVE_BITS.wrapping_add(1).wrapping_add(extra))
         < REF_MAX.wrapping_sub(extra)
 }
 
@@ -1207,7 +1206,7 @@ impl<H, const N: usize> AhTable<H, N> {
                 // off the top of the word; `slot.rs`).
                 let next = m.wrapping_add(HIT_STEP.wrapping_add(extra));
                 // `LIVE` and no refcount overflow, in one test.
-                if !live_with_room(next, extra, 0) {
+                if !live_with_room(next, extra) {
                     if m & STATE_MASK != LIVE_BITS {
                         if not_live_is_creating(m) {
                             return Probe::Pending(idx, m);

@@ -463,8 +463,8 @@ fn refs_at<const N: usize>(t: &AhTable<Counting, N>, i: usize) -> u64 {
 }
 
 /// The probe's one test for "`LIVE`, and room for `1 + extra` more
-/// references" (on the first slot's straight-line try, also "`USED`
-/// already set"): a hit up to `REF_MAX` references, `Overflow` one above
+/// references", with the slot's `USED` bit set and clear: a hit up to
+/// `REF_MAX` references, `Overflow` one above
 /// (the word untouched), and never a hit on a word that is not `LIVE`,
 /// whatever its refcount (a full one would carry into the state field).
 #[test]
