@@ -580,10 +580,7 @@ fn interleaved<const N: usize>(
     b: (Path, Mode),
     threads: usize,
 ) -> Ab {
-    interleaved_runs(
-        |from| timed(ts, order, from, AB_K, a, threads),
-        |from| timed(ts, order, from, AB_K, b, threads),
-    )
+    interleaved_runs(|from| timed(ts, order, from, AB_K, a, threads), |from| timed(ts, order, from, AB_K, b, threads))
 }
 
 /// [`interleaved`]'s rounds over any two timed runs (`a(from)`, `b(from)`:
