@@ -723,7 +723,7 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
 ///
 /// 16 (was 8): a polled batch of 16 completions then stages all of them
 /// before its first look-up, and each group's fixed costs are paid once.
-/// At 10⁵ and 10⁶ peers it took 0.87–0.93 of the time of groups of 8
+/// At 10⁵ and 10⁶ peers it took 0.84–0.93 of the time of groups of 8
 /// (batch time over the 64-peer batch's, interleaved, one thread, every
 /// path and order, two runs of each build: `UDAH_AH_SCALE_AB=scale`,
 /// benches/RESULTS.md) and 15 instructions fewer per completion.
