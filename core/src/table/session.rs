@@ -60,7 +60,7 @@
 //!
 //! A lease hit takes no locked instruction, which saves about 7 ns per
 //! completion (hit and release) on one thread, more on two; but it makes
-//! about 17 instructions more than the table's hit (113.4 against 96.2 in
+//! about 18 instructions more than the table's hit (105.4 against 87.3 in
 //! `benches/benches/ah_table.rs`), and a lease miss costs
 //! far more than the table's hit (the session's own scan, then the probe,
 //! giving a lease back, taking a new one: about 270 instructions more, and
