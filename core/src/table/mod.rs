@@ -386,7 +386,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            t.get_key(&Key::new(self), None)
+            t.get_key::<true>(&Key::new(self), None)
         }
         #[inline(always)]
         fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
@@ -425,7 +425,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            t.get_key(&self.key, Some(t.prepared_hash(self)))
+            t.get_key::<true>(&self.key, Some(t.prepared_hash(self)))
         }
         #[inline(always)]
         fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
@@ -437,7 +437,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            match t.probe_from(&self.key, t.prepared_hash(self), 0) {
+            match t.probe_from::<true>(&self.key, t.prepared_hash(self), 0) {
                 Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 probe => t.lookup_slow(hal, &self.attr, block, probe).map_err(X::from),
@@ -468,8 +468,8 @@ mod sealed {
             H::Ah: AhToken,
         {
             match Key::from_words(*self) {
-                Some(k) => t.get_key(&k, None),
-                None => t.get_key(&Key::new(&self.to_attr().ok()?), None),
+                Some(k) => t.get_key::<false>(&k, None),
+                None => t.get_key::<false>(&Key::new(&self.to_attr().ok()?), None),
             }
         }
         #[inline(always)]
@@ -487,7 +487,7 @@ mod sealed {
             let Some(k) = Key::from_words(*self) else {
                 return t.lookup_converted(hal, self, block, None).map_err(X::from);
             };
-            match t.probe(&k) {
+            match t.probe::<false>(&k) {
                 Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 p => t.lookup_converted(hal, self, block, Some(p)).map_err(X::from),
@@ -515,7 +515,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            t.get_key(&Key(self.words().raw()), None)
+            t.get_key::<false>(&Key(self.words().raw()), None)
         }
         #[inline(always)]
         fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
@@ -527,7 +527,7 @@ mod sealed {
         where
             H::Ah: AhToken,
         {
-            match t.probe(&Key(self.words().raw())) {
+            match t.probe::<false>(&Key(self.words().raw())) {
                 Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 p => t.lookup_converted(hal, &self.words(), block, Some(p)).map_err(X::from),
@@ -557,7 +557,7 @@ mod sealed {
             H::Ah: AhToken,
         {
             let k = Key(self.words.words().raw());
-            t.get_key(&k, Some(t.hashed_hash(self, &k)))
+            t.get_key::<false>(&k, Some(t.hashed_hash(self, &k)))
         }
         #[inline(always)]
         fn table_lookup<H: Hal, X: From<TableError<H::Error>>, const N: usize>(
@@ -570,7 +570,7 @@ mod sealed {
             H::Ah: AhToken,
         {
             let k = Key(self.words.words().raw());
-            match t.probe_from(&k, t.hashed_hash(self, &k), 0) {
+            match t.probe_from::<false>(&k, t.hashed_hash(self, &k), 0) {
                 Probe::Hit(s, g, tok) => Ok(AhTable::<H, N>::handle(s, g, tok)),
                 Probe::Overflow => Err(TableError::RefcountOverflow.into()),
                 p => t.lookup_converted(hal, &self.words.words(), block, Some(p)).map_err(X::from),
@@ -1002,15 +1002,35 @@ impl<H, const N: usize> AhTable<H, N> {
         self.clock.store(now, Ordering::Relaxed);
     }
 
+    /// Whether `slot` holds `key` (four relaxed loads). `CHAIN`: compare
+    /// word by word, a branch each, so that LLVM keeps one slot word live at
+    /// a time; else the four differences or-ed and tested once. Which one
+    /// is cheaper depends on the code around the compare, so each caller
+    /// chooses (`probe::<CHAIN>` and the rest pass it on), from instruction
+    /// counts (`benches/RESULTS.md`, twelfth session): the chain for a
+    /// look-up from an attribute (`AhAttr`, `PreparedAttr`: a table hit 85.9
+    /// -> 78.6, prepared 53.9 -> 48.6, in `benches/ah_table.rs`); the or for
+    /// words, a responder's form (the chain made its `resolve` 217.1 ->
+    /// 219.8 and `ah_scale`'s batches up to 1.7 more per completion, though
+    /// a hit from words 65.9 -> 61.6), and for a session's unrolled window
+    /// scan (the chain there: a session hit 96.8 -> 97.7, `ah_scale`'s
+    /// session batch at 64 peers 299.3 -> 302.1).
     #[inline(always)]
-    fn key_matches(slot: &Slot, key: &Key) -> bool {
+    fn key_matches<const CHAIN: bool>(slot: &Slot, key: &Key) -> bool {
         let [k0, k1, k2, k3] = &slot.key;
         let [w0, w1, w2, w3] = key.0;
-        ((k0.load(Ordering::Relaxed) ^ w0)
-            | (k1.load(Ordering::Relaxed) ^ w1)
-            | (k2.load(Ordering::Relaxed) ^ w2)
-            | (k3.load(Ordering::Relaxed) ^ w3))
-            == 0
+        if CHAIN {
+            k0.load(Ordering::Relaxed) == w0
+                && k1.load(Ordering::Relaxed) == w1
+                && k2.load(Ordering::Relaxed) == w2
+                && k3.load(Ordering::Relaxed) == w3
+        } else {
+            ((k0.load(Ordering::Relaxed) ^ w0)
+                | (k1.load(Ordering::Relaxed) ^ w1)
+                | (k2.load(Ordering::Relaxed) ^ w2)
+                | (k3.load(Ordering::Relaxed) ^ w3))
+                == 0
+        }
     }
 
     fn read_key(slot: &Slot) -> Key {
@@ -1028,7 +1048,7 @@ impl<H, const N: usize> AhTable<H, N> {
         let Some(slot) = self.slots.get(idx) else { return Probe::Miss };
         let backoff = Backoff::new();
         loop {
-            if state(m) != LIVE || !Self::key_matches(slot, key) {
+            if state(m) != LIVE || !Self::key_matches::<true>(slot, key) {
                 return Probe::Miss;
             }
             let token = slot.ah.load(Ordering::Relaxed);
@@ -1145,8 +1165,8 @@ impl<H, const N: usize> AhTable<H, N> {
 
     /// The lock-free probe of `key`'s windows.
     #[inline(always)]
-    fn probe(&self, key: &Key) -> Probe {
-        self.probe_from(key, self.hash(key), 0)
+    fn probe<const CHAIN: bool>(&self, key: &Key) -> Probe {
+        self.probe_from::<CHAIN>(key, self.hash(key), 0)
     }
 
     /// The lock-free probe of `key`'s two windows (`h`: its hash); a hit
@@ -1154,14 +1174,14 @@ impl<H, const N: usize> AhTable<H, N> {
     /// The first window inline, the second out of line: a key goes to its
     /// second window only when the first is full.
     #[inline(always)]
-    fn probe_from(&self, key: &Key, h: u64, extra: u64) -> Probe {
-        match self.probe_window(key, home_of(h, Self::MASK), extra) {
+    fn probe_from<const CHAIN: bool>(&self, key: &Key, h: u64, extra: u64) -> Probe {
+        match self.probe_window::<CHAIN>(key, home_of(h, Self::MASK), extra) {
             // A copy of the key for the out-of-line call, made here: its
             // stores stay on this cold path (through `key` itself, the key
             // went to memory on every look-up, 4 stores).
             Probe::Miss if Self::TWO => {
                 let k = *key;
-                self.probe_alt(&k, extra)
+                self.probe_alt::<CHAIN>(&k, extra)
             }
             p => p,
         }
@@ -1171,8 +1191,8 @@ impl<H, const N: usize> AhTable<H, N> {
     /// the key again: the hash is not kept live (spilled) on the hit path
     /// for this rare one.
     #[inline(never)]
-    fn probe_alt(&self, key: &Key, extra: u64) -> Probe {
-        self.probe_window(key, alt_of(self.hash(key), Self::MASK), extra)
+    fn probe_alt<const CHAIN: bool>(&self, key: &Key, extra: u64) -> Probe {
+        self.probe_window::<CHAIN>(key, alt_of(self.hash(key), Self::MASK), extra)
     }
 
     /// The lock-free probe of every slot of the window that starts at
@@ -1182,7 +1202,7 @@ impl<H, const N: usize> AhTable<H, N> {
     /// failed, and the loom models of `tests/loom_table.rs` then ran for
     /// over 25 minutes instead of a few: not kept.)
     #[inline(always)]
-    fn probe_window(&self, key: &Key, home: usize, extra: u64) -> Probe {
+    fn probe_window<const CHAIN: bool>(&self, key: &Key, home: usize, extra: u64) -> Probe {
         // The slot's byte offset steps, not its index (from `home + i` each
         // time, the first slot cost a reload and an add more; from the
         // index, a mask, a copy and a shift per slot where the offset needs
@@ -1199,7 +1219,7 @@ impl<H, const N: usize> AhTable<H, N> {
                 // The key first (these loads follow the `Acquire` load of `m`
                 // whatever the order of the tests), so that the state test on
                 // the hit path is a single compare.
-                if !Self::key_matches(slot, key) {
+                if !Self::key_matches::<CHAIN>(slot, key) {
                     break;
                 }
                 // One more reference and one more hit (the hit field wraps
@@ -1287,8 +1307,8 @@ impl<H, const N: usize> AhTable<H, N> {
             let Some(slot) = self.slots.get(idx) else { continue };
             let m = slot.meta.load(Ordering::Acquire);
             match state(m) {
-                LIVE if Self::key_matches(slot, key) => return Claim::Existing(idx, m),
-                CREATING if Self::key_matches(slot, key) => return Claim::Creating(idx, m),
+                LIVE if Self::key_matches::<true>(slot, key) => return Claim::Existing(idx, m),
+                CREATING if Self::key_matches::<true>(slot, key) => return Claim::Creating(idx, m),
                 FREE if free.is_none() => free = Some(idx),
                 _ => {}
             }
@@ -1547,12 +1567,12 @@ where
 
     /// The probe of `key` (from its hash `hash` when known), as `get`.
     #[inline(always)]
-    fn get_key(&self, key: &Key, hash: Option<u64>) -> Option<AhHandle<H::Ah>> {
+    fn get_key<const CHAIN: bool>(&self, key: &Key, hash: Option<u64>) -> Option<AhHandle<H::Ah>> {
         let h = match hash {
             Some(h) => h,
             None => self.hash(key),
         };
-        match self.probe_from(key, h, 0) {
+        match self.probe_from::<CHAIN>(key, h, 0) {
             Probe::Hit(s, g, t) => Some(Self::handle(s, g, t)),
             _ => None,
         }
@@ -1615,7 +1635,7 @@ where
         attr: &AhAttr,
         block: bool,
     ) -> Result<AhHandle<H::Ah>, X> {
-        match self.probe(key) {
+        match self.probe::<true>(key) {
             Probe::Hit(s, g, t) => Ok(Self::handle(s, g, t)),
             Probe::Overflow => Err(TableError::RefcountOverflow.into()),
             p => self.lookup_slow(hal, attr, block, p).map_err(X::from),

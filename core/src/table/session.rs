@@ -60,7 +60,7 @@
 //!
 //! A lease hit takes no locked instruction, which saves about 7 ns per
 //! completion (hit and release) on one thread, more on two; but it makes
-//! about 18 instructions more than the table's hit (105.4 against 87.3 in
+//! about 18 instructions more than the table's hit (96.8 against 78.6 in
 //! `benches/benches/ah_table.rs`), and a lease miss costs
 //! far more than the table's hit (the session's own scan, then the probe,
 //! giving a lease back, taking a new one: about 270 instructions more, and
@@ -403,7 +403,7 @@ where
     fn scan(&self, key: &Key, start: usize) -> Option<usize> {
         (0..AhTable::<H, N>::WINDOW)
             .map(|i| start.wrapping_add(i) & AhTable::<H, N>::MASK)
-            .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches(slot, key)))
+            .find(|&idx| self.table.slots.get(idx).is_some_and(|slot| AhTable::<H, N>::key_matches::<false>(slot, key)))
     }
 
     /// [`scan`](Self::scan) of `key`'s second window (hash `h`), out of line.
@@ -513,10 +513,10 @@ where
             let _ = self.flush(); // a destroy failure is counted in the stats; the AH is gone anyway
         }
         let Some((idx, v)) = seen.and_then(|idx| Some((idx, self.victim(idx)?))) else {
-            return self.table.probe_from(key, h, 0);
+            return self.table.probe_from::<false>(key, h, 0);
         };
         let _ = self.give_back(v);
-        match self.table.probe_from(key, h, u64::from(LEASE)) {
+        match self.table.probe_from::<false>(key, h, u64::from(LEASE)) {
             Probe::Hit(s, g, t) if s as usize == idx => {
                 if let Some(l) = self.leases.get_mut(v) {
                     *l = Lease { slot: s, generation: g, tally: LEASE, used: 1 };
@@ -531,7 +531,7 @@ where
                 Probe::Hit(s, g, t)
             }
             // No room for a lease's references: a plain hit.
-            Probe::Overflow => self.table.probe_from(key, h, 0),
+            Probe::Overflow => self.table.probe_from::<false>(key, h, 0),
             p => p,
         }
     }
@@ -551,7 +551,7 @@ where
         block: bool,
     ) -> Result<AhHandle<H::Ah>, TableError<H::Error>> {
         let p = if !self.free_fill(seen) && self.note_miss() {
-            self.table.probe_from(key, h, 0)
+            self.table.probe_from::<false>(key, h, 0)
         } else {
             self.lease_miss(key, h, seen)
         };

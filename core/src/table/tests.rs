@@ -470,9 +470,10 @@ fn refs_at<const N: usize>(t: &AhTable<Counting, N>, i: usize) -> u64 {
 #[test]
 fn probe_refuses_refcount_overflow_and_states_not_live() {
     let hal = Counting::default();
-    for (extra, used) in
-        [(0, Clock::Clear), (0, Clock::Used), (u64::from(LEASE), Clock::Clear), (u64::from(LEASE), Clock::Used)]
-    {
+    // Both forms of the key compare (`AhTable::key_matches`).
+    let cases =
+        [(0, Clock::Clear), (0, Clock::Used), (u64::from(LEASE), Clock::Clear), (u64::from(LEASE), Clock::Used)];
+    for (chain, (extra, used)) in [true, false].into_iter().flat_map(|c| cases.map(|x| (c, x))) {
         let t = T8::new();
         let i = t.get_or_create(&hal, &attr(1)).unwrap().slot();
         let key = Key::new(&attr(1));
@@ -482,7 +483,13 @@ fn probe_refuses_refcount_overflow_and_states_not_live() {
             t.slots[i].meta.store(m, Ordering::Relaxed);
             m
         };
-        let probe = || t.probe_from(&key, t.hash(&key), extra);
+        let probe = || {
+            if chain {
+                t.probe_from::<true>(&key, t.hash(&key), extra)
+            } else {
+                t.probe_from::<false>(&key, t.hash(&key), extra)
+            }
+        };
         for r in [0, REF_MAX - extra - 1] {
             set(LIVE, r);
             assert!(matches!(probe(), Probe::Hit(s, ..) if s as usize == i), "{extra} {r}");
