@@ -35,9 +35,9 @@
 //! single-thread hit (`get_or_create`, reference kept; from an `AhAttr`, a
 //! `PreparedAttr` and canonical words, the form a responder hands the
 //! table), hit + release and `resolve`, and the same through a `Session`,
-//! against gates set at the measured figures plus ~3 %. The issue's
-//! targets (#15: 80 per table hit, 250 per `resolve`) are printed beside
-//! them:
+//! against gates set at the measured figures plus ~3 % (the hit's at the
+//! issue's target, #15: 80 per table hit). The issue's targets (80 per
+//! table hit, 250 per `resolve`) are printed beside them:
 //!
 //! ```text
 //! cargo bench -p udah-benches --bench ah_table                                   # criterion + ratios
@@ -1123,21 +1123,28 @@ fn icount_gate() {
     // are the second plus ~3 %). The gates' history under the old loops
     // (lowered with each change of the hit path, from 108.9 / 268.1 on
     // 2026-12-02 to 99 / 237) is in git and `benches/RESULTS.md`.
+    //
+    // Lowered on 2026-12-04 (twelfth session: the hash's last multiply
+    // unfolded, the key compare as a chain for look-ups from an attribute),
+    // from the second figures above to 78.6, 48.6, 65.9, 103.6, 217.1,
+    // 96.8, 66.8, 120.5, 233.7: the gates are these plus ~3 %, but the
+    // hit's, which is the issue's target (80) now that it is met ("move the
+    // gates to them once met").
     for (t, gate, goal) in [
-        ("hit", Some(90.0), Some(80.0)),
-        ("hit_prepared", Some(56.0), Some(80.0)),
+        ("hit", Some(80.0), Some(80.0)),
+        ("hit_prepared", Some(50.0), Some(80.0)),
         // Not one of the issue's rows: the table's hit with no attribute
         // to pack (as in `resolve`).
-        ("hit_words", Some(69.5), None),
-        ("hit_release", Some(114.5), None),
-        ("resolve", Some(226.0), Some(250.0)),
+        ("hit_words", Some(68.0), None),
+        ("hit_release", Some(107.0), None),
+        ("resolve", Some(223.5), Some(250.0)),
         // Through a `Session` (lease hits: more instructions than the
         // table's hit, but no locked one). The issue's targets are for the
         // table's own hit above (issue #15: 80); `resolve`'s 250 applies to both.
-        ("session_hit", Some(108.5), None),
-        ("session_hit_prepared", Some(73.5), None),
-        ("session_hit_release", Some(132.5), None),
-        ("session_resolve", Some(243.5), Some(250.0)),
+        ("session_hit", Some(100.0), None),
+        ("session_hit_prepared", Some(69.0), None),
+        ("session_hit_release", Some(124.0), None),
+        ("session_resolve", Some(241.0), Some(250.0)),
     ] {
         let v = per(t) - base;
         let verdict = match gate {
