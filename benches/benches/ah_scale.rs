@@ -30,7 +30,8 @@
 //! * sessions against the shared table: `UDAH_AH_SCALE_AB=session cargo
 //!   bench -p udah-benches --bench ah_scale` times a session against the
 //!   shared table, single and batch, on one and two threads, interleaved the
-//!   same way, and prints the median ratio session / shared;
+//!   same way, and prints the median ratio session / shared, with the
+//!   shared path against itself beside it as a control;
 //! * scale against 64 peers: `UDAH_AH_SCALE_AB=scale cargo bench -p
 //!   udah-benches --bench ah_scale` times each peer count (but 64) against
 //!   64 peers, every path, mode, order and thread count, interleaved the
@@ -651,7 +652,9 @@ fn ab_prefetch<const N: usize>(n: usize) {
 /// `UDAH_AH_SCALE_AB=session`: a session against the shared table, single
 /// and batch, on one thread and on two, [`interleaved`]; prints the median
 /// and quartiles of the per-round ratio session / shared and the medians of
-/// each side's ns per completion (per thread). Issue #15 asks for sessions
+/// each side's ns per completion (per thread), and beside them the same
+/// ratio for the shared path against itself (a control: the harness's own
+/// spread, what a ratio reads where the code is the same). Issue #15 asks for sessions
 /// never costlier than the shared path; criterion's rows of the two, taken
 /// minutes apart, differ by up to 2× at 10⁵ peers on this VM whichever is
 /// the faster, so this is the comparison to read.
@@ -665,10 +668,16 @@ fn ab_session<const N: usize>(n: usize) {
         for threads in [1, 2] {
             for (mode, mname) in [(Mode::Single, "single"), (Mode::Batch, "batch")] {
                 let r = interleaved((&t, &hal, &s), order, (Path::Session, mode), (Path::Shared, mode), threads);
+                // The control: the shared path against itself, the same way
+                // (what the harness reads where there is no difference).
+                let c = interleaved((&t, &hal, &s), order, (Path::Shared, mode), (Path::Shared, mode), threads);
                 println!(
-                    "{n:>9} peers {:>7} {threads} thread(s) {mname:>6}: session / shared {}",
+                    "{n:>9} peers {:>7} {threads} thread(s) {mname:>6}: session / shared {}; control shared / shared {:.2} (quartiles {:.2}-{:.2})",
                     pop_name(pop),
-                    r.summary()
+                    r.summary(),
+                    Ab::q(&c.ratio, 0.5),
+                    Ab::q(&c.ratio, 0.25),
+                    Ab::q(&c.ratio, 0.75)
                 );
             }
         }
