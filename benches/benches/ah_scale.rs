@@ -556,17 +556,15 @@ impl Ab {
         v[((v.len() - 1) as f64 * f).round() as usize]
     }
 
+    /// "median ratio (quartiles)".
+    fn ratio_summary(&self) -> String {
+        let q = |f| Self::q(&self.ratio, f);
+        format!("{:.2} (quartiles {:.2}-{:.2})", q(0.5), q(0.25), q(0.75))
+    }
+
     /// "median ratio (quartiles), a ns / b ns per WC" (medians).
     fn summary(&self) -> String {
-        let q = Self::q;
-        format!(
-            "{:.2} (quartiles {:.2}-{:.2}), {:.0} ns / {:.0} ns per WC",
-            q(&self.ratio, 0.5),
-            q(&self.ratio, 0.25),
-            q(&self.ratio, 0.75),
-            q(&self.a, 0.5),
-            q(&self.b, 0.5)
-        )
+        format!("{}, {:.0} ns / {:.0} ns per WC", self.ratio_summary(), Self::q(&self.a, 0.5), Self::q(&self.b, 0.5))
     }
 }
 
@@ -654,10 +652,10 @@ fn ab_prefetch<const N: usize>(n: usize) {
 /// and quartiles of the per-round ratio session / shared and the medians of
 /// each side's ns per completion (per thread), and beside them the same
 /// ratio for the shared path against itself (a control: the harness's own
-/// spread, what a ratio reads where the code is the same). Issue #15 asks for sessions
-/// never costlier than the shared path; criterion's rows of the two, taken
-/// minutes apart, differ by up to 2× at 10⁵ peers on this VM whichever is
-/// the faster, so this is the comparison to read.
+/// spread, what a ratio reads where the code is the same). Issue #15 asks
+/// for sessions never costlier than the shared path; criterion's rows of
+/// the two, taken minutes apart, differ by up to 2× at 10⁵ peers on this
+/// VM whichever is the faster, so this is the comparison to read.
 fn ab_session<const N: usize>(n: usize) {
     let s = Scale::new(n);
     let hal = BenchHal::new(None);
@@ -672,12 +670,10 @@ fn ab_session<const N: usize>(n: usize) {
                 // (what the harness reads where there is no difference).
                 let c = interleaved((&t, &hal, &s), order, (Path::Shared, mode), (Path::Shared, mode), threads);
                 println!(
-                    "{n:>9} peers {:>7} {threads} thread(s) {mname:>6}: session / shared {}; control shared / shared {:.2} (quartiles {:.2}-{:.2})",
+                    "{n:>9} peers {:>7} {threads} thread(s) {mname:>6}: session / shared {}; control shared / shared {}",
                     pop_name(pop),
                     r.summary(),
-                    Ab::q(&c.ratio, 0.5),
-                    Ab::q(&c.ratio, 0.25),
-                    Ab::q(&c.ratio, 0.75)
+                    c.ratio_summary()
                 );
             }
         }
