@@ -1,4 +1,4 @@
-//! The AH table at scale (issue #15): resolve + release per completion, as a
+//! The AH table at scale: resolve + release per completion, as a
 //! UD responder does, at 64, 10³, 10⁴, 10⁵ and 10⁶ distinct peers, with the
 //! table sized for the peers (256, 2¹², 2¹⁷, 2²⁰, 2²⁰ slots), the peers in
 //! uniform and Zipf (0.99) order, one completion at a time (`single`) and in
@@ -35,8 +35,8 @@
 //! * scale against 64 peers: `UDAH_AH_SCALE_AB=scale cargo bench -p
 //!   udah-benches --bench ah_scale` times each peer count (but 64) against
 //!   64 peers, every path, mode, order and thread count, interleaved the
-//!   same way (one table of each size), and prints the median ratio (issue
-//!   #15: ≤ 3× at 10⁶ peers, batch);
+//!   same way (one table of each size), and prints the median ratio (the design
+//!   bound: ≤ 3× at 10⁶ peers, batch);
 //! * occupancy: `UDAH_AH_SCALE_OCCUPANCY=1 cargo bench -p udah-benches
 //!   --bench ah_scale` fills tables of 2¹⁰, 2¹⁶ and 2²⁰ slots with distinct
 //!   peers (consecutive and scrambled addresses), one `get_or_create` +
@@ -357,52 +357,29 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
 /// instructions per completion at 10⁵ peers through the shared table, one
 /// completion at a time and in batches; 10⁵ peers at most `FLAT` times
 /// the 64-peer cost; a session never more than `SESSION` times the shared
-/// path. Measured on 2026-12-02 (rustc 1.95.0, x86-64: 291.9 and 322.0 at
-/// 10⁵ peers, 0.98–1.01 of the 64-peer cost, sessions 1.07–1.09 of the
-/// shared path) plus about 3 %.
-/// Lowered on 2026-12-02 (branch `table`: 289.9 and 315.7) plus ~3 %.
-/// The batch raised 325 -> 377 on 2026-12-03: on a table of more than
-/// 32 MiB (10⁵ peers and up here) a batch stages its completions and prefetches
-/// their slots (`Responder::resolve_batch`), 365.7 instructions per WC at
-/// 10⁵ peers instead of 313.7, for 0.35-0.78 of the unstaged batch's time
-/// at 10⁵-10⁶ peers in the same run (`UDAH_AH_SCALE_AB=1`, RESULTS.md).
-/// Lowered 377 -> 364 later that day (the GID look-up of branch `attr`,
-/// the probe of branch `table`, the half-full test of the deep prefetch:
-/// 353.2). Lowered 364 -> 352 (branch `hit`, issue #15: the table's
-/// probe and the `AhAttr` layout: 341.7). Lowered 352 -> 343 (`STAGE`
-/// 8 -> 16, the whole batch of 16 staged at once: 347.8 -> 332.8).
+/// path. Each bound is the figure measured with the toolchain named by
+/// `rust-version` (x86-64) plus about 3 %; the current figures are in
+/// benches/RESULTS.md.
+///
+/// The batch costs more instructions than the single row at 10⁵ peers: on a
+/// table of more than 32 MiB a batch stages its completions and prefetches
+/// their slots (`Responder::resolve_batch`), about 65 instructions per
+/// completion that buy a third to two thirds of the unstaged batch's time at
+/// 10⁵-10⁶ peers (`UDAH_AH_SCALE_AB=1`).
 const GATE_SHARED_BATCH_1E5: f64 = 343.0;
-/// The single row lowered 298 -> 288 on 2026-12-03 (the area read once,
-/// in wire: 278.9), then 288 -> 279 (branch `table`: the probe stores the
-/// key only on its cold path, 270.9), then 279 -> 264 (with branch
-/// `attr`'s GID look-up: 255.6), then 264 -> 258 (branch `hit`: 250.8).
+/// One completion at a time through the shared table at 10⁵ peers.
 const GATE_SHARED_SINGLE_1E5: f64 = 258.0;
+/// 10⁵ peers against 64, one completion at a time: the table's cost per
+/// completion does not grow with its occupancy.
 const FLAT: f64 = 1.08;
 /// `FLAT` for the batch rows, which stage and prefetch at 10⁵ peers and not
-/// at 64 (1.16 and 1.13 measured on 2026-12-03, plus ~3 %). Raised 1.20 ->
-/// 1.26 the same day: the 64-peer batch fell faster (309.9 -> 288.4 shared,
-/// 333.6 -> 302.1 session) than the staged one at 10⁵ peers (362.7 ->
-/// 353.2, 386.1 -> 367.5), whose staging costs the same ~65 instructions;
-/// measured 1.22 and 1.22, plus ~3 %. Issue #15's bound is 2x (at 10⁶ peers).
-/// Lowered 1.26 -> 1.21 with `STAGE` 16 (one group per batch of 16, the
-/// per-group costs halved): 1.17 and 1.13.
+/// at 64 (the staging's fixed cost per completion); the design bound at
+/// 10⁶ peers is 2x.
 const FLAT_BATCH: f64 = 1.21;
-/// Raised 1.12 -> 1.22 on 2026-12-02 when the Responder (#13) met the
-/// keyed table (#15): a session's lease path costs 1.18x the shared path at
-/// 10^5 peers (1.09x at 64). A known regression, open in issue #15 (its
-/// goal is a session never costlier than the shared path). Back to 1.12 on
-/// 2026-12-02 (branch `table`: a bypassing session's word look-up inline;
-/// 1.05-1.08 measured). Lowered 1.12 -> 1.07 on 2026-12-03 (branch `sess`:
-/// a bypassing session runs the shared path's own look-up after one
-/// counter, its release one test more; leases kept only at 6 hits per
-/// miss): 1.031-1.036 single and 1.011-1.026 batch where a session bypasses
-/// (10³-10⁶ peers, uniform and Zipf), 1.04 / 1.03 at 64 peers where it keeps
-/// its leases (and is faster in time), plus ~3 %. Raised to 1.08 after
-/// merging `hit` (same day): the table's hit got 11 instructions cheaper
-/// and a lease hit 6, so at 64 peers, where the session keeps its leases,
-/// it measured 1.066 single and 1.041 batch (268.3 / 251.6, 295.0 /
-/// 283.5); the bypassing rows stay at 1.02-1.04. (Without the
-/// straight-line first-slot tries, withdrawn for loom: 1.05 / 1.06.)
+/// A session against the shared path. At 64 peers a session keeps its leases
+/// (a lease hit and its release cost a few instructions more than the shared
+/// hit, and are faster in time); past that it bypasses them and runs the
+/// shared path's own look-up after one counter (1.02-1.04 measured).
 const SESSION: f64 = 1.08;
 
 fn icount_gate() {

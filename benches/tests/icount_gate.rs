@@ -111,9 +111,8 @@ fn instructions_per_call_within_gates() {
             failures.push(format!("gate {name}: no such target in icount"));
         }
     }
-    // The foundation issue's target, <= 150 instructions per WC for every
-    // family at 256 entries, and issue #15's, <= 120 for the GRH families
-    // (met on 2026-12-03: 118.6 / 119.3 / 114.3), enforced. Per WC = per
+    // The design targets, <= 150 instructions per WC for every family at
+    // 256 entries and <= 120 for the GRH families, enforced. Per WC = per
     // call minus the bare driver loop (`baseline`: cycling through the
     // inputs and consuming a result, with no call), i.e. the instructions
     // the WC itself costs.

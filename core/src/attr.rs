@@ -299,8 +299,8 @@ pub struct GlobalRoute {
 ///
 /// `repr(C)`, its fields in the order of their bytes in word 3 of
 /// [`AttrWords`], so that packing a table key loads `dlid`, `sl` and
-/// `src_path_bits` as one `u32` (a table hit, issue #15: 103.6 → 99.6
-/// instructions). The layout is not part of the API.
+/// `src_path_bits` as one `u32` (about 4 instructions off a table hit).
+/// The layout is not part of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct AhAttr {

@@ -1,7 +1,6 @@
 //! Occupancy: the table stays at least 90 % full before its first eviction
-//! whatever the address distribution (issue #15; with one 8-slot window per
-//! key it evicted first at 19–41 % load with scrambled addresses and 66–81 %
-//! with consecutive ones). Distinct keys, one `get_or_create` + `release`
+//! whatever the address distribution (a single 8-slot window per key would
+//! evict first at 19–41 % load with scrambled addresses). Distinct keys, one `get_or_create` + `release`
 //! each, until the backend sees the first destroy; for several seeds.
 //! `benches/benches/ah_scale.rs` prints the same curve up to 2²⁰ slots.
 

@@ -5,7 +5,7 @@
 //! [`fuzz_ah_table_ops`] runs an arbitrary sequence of AH-table operations
 //! against a small [`AhTable`] over a [`MockHal`] whose ports inject backend
 //! faults, and checks the table after every operation against an exact model
-//! of its entries (issue #6).
+//! of its entries.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,5 +1,5 @@
 //! The rxe quirk ([`Quirks::rxe`]): the mock reproduces the receive area
-//! Soft-RoCE writes for a RoCE v2/IPv4 packet (issue 12's dump: a zeroed
+//! Soft-RoCE writes for a RoCE v2/IPv4 packet (as dumped on Linux 6.1: a zeroed
 //! front over the stamp, the IPv4 header with checksum 0), and a stamped
 //! responder on such a port answers every request.
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The CLI edges that need a real device (issue 12 §3):
+# The CLI edges that need a real device:
 #   family:   ping --dest <IPv4> -g <IPv6 GID index> is refused up front
 #             (exit 2, a message naming both families), not the kernel's EINVAL;
 #   mtu:      ping --size above the port's active MTU is refused (exit 2);

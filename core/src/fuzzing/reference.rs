@@ -195,7 +195,7 @@ pub fn detect(b: &Area, evidence: Evidence) -> Detection {
                 }
             }
             // A front the NIC zeroed (rxe) is no GRH/IPv6 header: IPv4
-            // evidence, as an intact stamp (issue 12).
+            // evidence, as an intact stamp.
             let zeroed = b[..20].iter().all(|&x| x == 0);
             if intact || zeroed {
                 if ip4_fits { Detection::Ipv4 } else { Detection::Ambiguous }

@@ -443,10 +443,10 @@ mod test {
     }
 
     /// rxe (Linux 6.1, loopback) writes all 40 bytes of an IPv4 area: zeros
-    /// over the stamp, then the IPv4 header with a zero checksum (the dump in
-    /// issue 12). A zero front is no GRH/IPv6 header, so the stamp's answer
-    /// is IPv4; before this rule it was `Ambiguous` and `serve --stamp`
-    /// refused every RoCE v2/IPv4 request on rxe.
+    /// over the stamp, then the IPv4 header with a zero checksum. A zero
+    /// front is no GRH/IPv6 header, so the stamp's answer is IPv4 (not
+    /// `Ambiguous`, which would make `serve --stamp` refuse every RoCE
+    /// v2/IPv4 request on rxe).
     #[test]
     fn rxe_zeroed_front_under_a_stamp_is_ipv4() {
         let mut a = [0u8; 40];
