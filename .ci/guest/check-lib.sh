@@ -95,3 +95,54 @@ wait_serve() {
 
 # True if a log contains a Rust panic.
 panicked() { grep -qE "panicked at|RUST_BACKTRACE" "$1"; }
+
+# --- the two-host fabric (UDAH_ROLE a or b; see README.md) -----------------
+# The hosts meet through files on the shared 9p directory $UDAH_SYNC (read
+# uncached, so one host's write is the other's next read).
+
+# sync_put <key> [value]: publishes a value (stdin without one), atomically.
+sync_put() {
+  local f=$UDAH_SYNC/$1
+  if (( $# > 1 )); then printf '%s\n' "$2" >"$f.tmp.$UDAH_ROLE"; else cat >"$f.tmp.$UDAH_ROLE"; fi
+  mv -f "$f.tmp.$UDAH_ROLE" "$f"
+}
+
+# sync_get <key> [seconds, default 300]: waits for a key and prints it.
+# Returns 1 on time-out, 2 at once if the peer has gone (set-up failed or
+# its suite ended), so a dead peer costs no time-out.
+sync_get() {
+  local f=$UDAH_SYNC/$1 n=$(( ${2:-300} * 4 ))
+  while (( n-- > 0 )); do
+    [[ -f "$f" ]] && { cat "$f"; return 0; }
+    [[ -f "$UDAH_SYNC/$UDAH_PEER_ROLE.gone" ]] && return 2
+    sleep 0.25
+  done
+  return 1
+}
+
+# sync_barrier <name> [seconds]: both hosts reach <name> before either goes on.
+sync_barrier() {
+  sync_put "$UDAH_ROLE.at.$1" 1
+  sync_get "$UDAH_PEER_ROLE.at.$1" "${2:-300}" >/dev/null
+}
+
+# The peer's GID of a family (as gid_family names them), "<index> <gid>".
+peer_gid() { # <family>
+  local idx type netdev gid nd
+  while read -r idx type netdev gid; do
+    [[ "$type" == v2 ]] || continue
+    # The peer's netdev names are ours (the same set-up on both hosts).
+    [[ "$(gid_family "$gid" "$netdev")" == "$1" ]] && { echo "$idx $gid"; return 0; }
+  done < <(sync_get "$UDAH_PEER_ROLE.gids" 1)
+  return 1
+}
+
+# Our own GID of a family, "<index> <gid>".
+own_gid() { # <family>
+  local idx type netdev gid
+  while read -r idx type netdev gid; do
+    [[ "$type" == v2 ]] || continue
+    [[ "$(gid_family "$gid" "$netdev")" == "$1" ]] && { echo "$idx $gid"; return 0; }
+  done < <(gid_list)
+  return 1
+}

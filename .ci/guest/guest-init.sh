@@ -25,6 +25,7 @@ setup_fail() {
   echo "FAIL guest-setup: $*" | tee -a "$OUT/results.txt"
   echo "0 1" >"$OUT/summary"
   say "set-up failed: $*"
+  [[ -n "${SYNC:-}" ]] && mountpoint -q "$SYNC" && echo "$*" >"$SYNC/$ROLE.gone"
   echo finished >"$OUT/DONE"
   poweroff_now
 }
@@ -36,16 +37,48 @@ mountpoint -q /dev/pts || { mkdir -p /dev/pts; mount -t devpts devpts /dev/pts; 
 hostname udah-guest
 ip link set lo up
 
-# --- network: a dummy netdev with IPv4 + IPv6, a VLAN on top ---------------
+# --- network ------------------------------------------------------------------
+# role single: a dummy netdev (every packet loops back inside this guest);
+# role a / b:  one host of the two-host fabric, its virtio NIC (MAC
+#              52:54:00:da:00:01 / :02) on the wire to the other, renamed
+#              to the same name, with host number 1 / 2 in every subnet.
+ROLE=$(cat "$SHARE/role" 2>/dev/null || echo single)
 NETDEV=udah0
 VLAN_ID=7
 VLAN_NETDEV=$NETDEV.$VLAN_ID
-IPV4=198.18.0.1
-IPV6=fd00:da::1
-VLAN_IPV4=198.18.7.1
-VLAN_IPV6=fd00:da:7::1
+case "$ROLE" in
+  single | a) me=1 peer=2 ;;
+  b) me=2 peer=1 ;;
+  *) setup_fail "unknown role '$ROLE' in $SHARE/role" ;;
+esac
+IPV4=198.18.0.$me
+IPV6=fd00:da::$me
+VLAN_IPV4=198.18.7.$me
+VLAN_IPV6=fd00:da:7::$me
 for m in dummy 8021q rdma_rxe; do modprobe "$m" || setup_fail "modprobe $m"; done
-ip link add "$NETDEV" type dummy || setup_fail "ip link add $NETDEV"
+if [[ "$ROLE" == single ]]; then
+  ip link add "$NETDEV" type dummy || setup_fail "ip link add $NETDEV"
+else
+  hostname "udah-$ROLE"
+  modprobe virtio_net || setup_fail "modprobe virtio_net"
+  mac=52:54:00:da:00:0$me
+  nic=
+  for _ in $(seq 1 40); do
+    for d in /sys/class/net/*; do
+      [[ "$(cat "$d/address" 2>/dev/null)" == "$mac" ]] && nic=${d##*/}
+    done
+    [[ -n "$nic" ]] && break
+    sleep 0.25
+  done
+  [[ -n "$nic" ]] || setup_fail "no NIC with MAC $mac: $(ls /sys/class/net | tr '\n' ' ')"
+  ip link set dev "$nic" name "$NETDEV" || setup_fail "ip link set $nic name $NETDEV"
+  SYNC=/mnt/sync
+  mkdir -p "$SYNC"
+  mount -t 9p -o trans=virtio,version=9p2000.L,cache=none sync "$SYNC" || setup_fail "mount the 9p share 'sync'"
+  export UDAH_ROLE=$ROLE UDAH_SYNC=$SYNC UDAH_PEER_ROLE=$([[ $ROLE == a ]] && echo b || echo a) \
+    UDAH_PEER_MAC=52:54:00:da:00:0$peer UDAH_PEER_IPV4=198.18.0.$peer UDAH_PEER_IPV6=fd00:da::$peer \
+    UDAH_PEER_VLAN_IPV4=198.18.7.$peer UDAH_PEER_VLAN_IPV6=fd00:da:7::$peer
+fi
 ip link set "$NETDEV" up
 ip addr add "$IPV4/24" dev "$NETDEV"
 ip -6 addr add "$IPV6/64" dev "$NETDEV" nodad
@@ -54,7 +87,7 @@ ip link set "$VLAN_NETDEV" up
 ip addr add "$VLAN_IPV4/24" dev "$VLAN_NETDEV"
 ip -6 addr add "$VLAN_IPV6/64" dev "$VLAN_NETDEV" nodad
 
-# --- rxe0 on the dummy netdev --------------------------------------------------
+# --- rxe0 on that netdev ---------------------------------------------------------
 DEV=rxe0
 rdma link add "$DEV" type rxe netdev "$NETDEV" || setup_fail "rdma link add $DEV type rxe netdev $NETDEV"
 active=
@@ -82,6 +115,13 @@ source "$SHARE/env" # CI=<the host's CI>
 source "$UDAH_CHECK_LIB"
 say "GID table of $DEV port 1 (index type netdev gid):"
 gid_list | sed 's/^/  /'
+if [[ "$ROLE" != single ]]; then
+  # Each host publishes its GID table; the checks read the peer's.
+  gid_list | sync_put "$ROLE.gids"
+  sync_get "$UDAH_PEER_ROLE.gids" 600 >/dev/null || setup_fail "host $UDAH_PEER_ROLE never came up (no $SYNC/$UDAH_PEER_ROLE.gids after 600 s)"
+  say "host $UDAH_PEER_ROLE is up; its GID table:"
+  sync_get "$UDAH_PEER_ROLE.gids" 1 | sed 's/^/  /'
+fi
 
 # --- the checks ------------------------------------------------------------------
 CHECK_TIMEOUT=$(cat "$SHARE/check-timeout" 2>/dev/null || echo 900)
@@ -91,6 +131,10 @@ for check in "$SHARE"/guest/checks/*.sh; do
   name=$(basename "$check" .sh)
   export UDAH_OUT=$OUT/$name
   mkdir -p "$UDAH_OUT"
+  if [[ "$ROLE" != single ]] && ! sync_barrier "check.$name" 900; then
+    echo "FAIL $name: host $UDAH_PEER_ROLE did not reach this check within 900 s" | tee -a "$OUT/results.txt"
+    continue
+  fi
   say "=== check $name"
   t=$(up)
   # Every line goes to the log; PASS/FAIL lines are the verdicts.
@@ -107,6 +151,11 @@ for check in "$SHARE"/guest/checks/*.sh; do
   grep -E '^(PASS|FAIL) ' <<<"$verdicts" | tee -a "$OUT/results.txt" >/dev/null
   say "=== check $name done in $(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')s (exit $rc)"
 done
+# Neither host of the fabric powers off while the other still runs a check.
+if [[ "$ROLE" != single ]]; then
+  sync_barrier done 900 || say "host $UDAH_PEER_ROLE did not finish within 900 s"
+  echo done >"$SYNC/$ROLE.gone"
+fi
 pass=$(grep -c '^PASS ' "$OUT/results.txt")
 fail=$(grep -c '^FAIL ' "$OUT/results.txt")
 echo "$pass $fail" >"$OUT/summary"
