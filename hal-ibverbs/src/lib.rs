@@ -65,6 +65,7 @@ pub mod error;
 pub mod ffi;
 pub mod gid;
 mod hal;
+pub mod netevents;
 mod slots;
 pub mod verbs;
 
