@@ -714,6 +714,15 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
         self.retired = self.retired.saturating_add(retired as u64);
         Ok(Refreshed::Resnapshot { retired })
     }
+
+    /// A neighbour of this port now resolves to `dmac`: retires the AHs to
+    /// `dgid` that were built with another destination MAC
+    /// ([`AhTable::retire_l2_change`](crate::table::AhTable::retire_l2_change));
+    /// the next request from that peer gets a new AH. Handles still held
+    /// stay valid until released. Returns how many were retired.
+    pub fn retire_l2_change(&mut self, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        self.cache.retire_l2_change(self.port(), dgid, dmac)
+    }
 }
 
 /// Completions a batch stages (the profile's hot path, the hash and a

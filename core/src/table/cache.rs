@@ -9,6 +9,7 @@ use super::{AhHandle, AhTable, Hashed, Lookup, Session, TableError, TableStats};
 use crate::attr::{AttrWords, CanonicalWords};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Hal};
+use crate::wire::Gid;
 
 /// Whether a look-up that finds another thread creating the same AH waits
 /// for it ([`get_or_create`](AhTable::get_or_create)) or returns
@@ -84,6 +85,10 @@ pub trait AhCache {
     /// [`AhTable::retire_gid_change`] after the port's GID table went from
     /// `old` to `new`. Returns how many entries were retired.
     fn retire_gid_change<const M: usize>(&mut self, old: &GidTable<M>, new: &GidTable<M>) -> usize;
+
+    /// [`AhTable::retire_l2_change`] after `dgid` on `port` started to
+    /// resolve to `dmac`. Returns how many entries were retired.
+    fn retire_l2_change(&mut self, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize;
 
     /// The table's counters.
     fn stats(&self) -> TableStats;
@@ -173,6 +178,10 @@ where
         self.table.retire_gid_change(self.hal.borrow(), old, new)
     }
 
+    fn retire_l2_change(&mut self, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        self.table.retire_l2_change(self.hal.borrow(), port, dgid, dmac)
+    }
+
     fn stats(&self) -> TableStats {
         self.table.stats()
     }
@@ -212,6 +221,10 @@ where
         self.table().retire_gid_change(self.backend(), old, new)
     }
 
+    fn retire_l2_change(&mut self, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        self.table().retire_l2_change(self.backend(), port, dgid, dmac)
+    }
+
     fn stats(&self) -> TableStats {
         self.table().stats()
     }
@@ -244,6 +257,10 @@ impl<C: AhCache + ?Sized> AhCache for &mut C {
 
     fn retire_gid_change<const M: usize>(&mut self, old: &GidTable<M>, new: &GidTable<M>) -> usize {
         C::retire_gid_change(self, old, new)
+    }
+
+    fn retire_l2_change(&mut self, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        C::retire_l2_change(self, port, dgid, dmac)
     }
 
     fn stats(&self) -> TableStats {
@@ -285,6 +302,10 @@ impl<C: AhCache, const ON: bool> AhCache for Prefetch<C, ON> {
 
     fn retire_gid_change<const M: usize>(&mut self, old: &GidTable<M>, new: &GidTable<M>) -> usize {
         self.0.retire_gid_change(old, new)
+    }
+
+    fn retire_l2_change(&mut self, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        self.0.retire_l2_change(port, dgid, dmac)
     }
 
     fn stats(&self) -> TableStats {

@@ -249,6 +249,7 @@ use crate::attr::{AhAttr, AttrError, AttrWords, CanonicalWords};
 use crate::gid_table::GidTable;
 use crate::hal::{AhToken, Error as _, ErrorKind, Hal, L2Info};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, fence, wait_step};
+use crate::wire::Gid;
 
 /// How many times a hit retries its compare-and-swap on one slot when it
 /// loses to a concurrent change before it gives up (and the caller takes the
@@ -1490,7 +1491,7 @@ impl<H, const N: usize> AhTable<H, N> {
 
     /// Every slot: `LIVE` entries for which `judge` says so are retired.
     /// Returns how many were retired.
-    fn sweep(&self, hal: &H, judge: impl Fn(&Key, u64) -> Verdict) -> usize
+    fn sweep(&self, hal: &H, judge: impl Fn(&Key, u64, u64) -> Verdict) -> usize
     where
         H: Hal,
         H::Ah: AhToken,
@@ -1508,7 +1509,7 @@ impl<H, const N: usize> AhTable<H, N> {
             while state(m) == LIVE {
                 let key = Self::read_key(slot);
                 let st = slot.stamp.load(Ordering::Relaxed);
-                let verdict = judge(&key, st);
+                let verdict = judge(&key, st, slot.l2.load(Ordering::Relaxed));
                 fence(Ordering::Acquire);
                 match verdict {
                     Verdict::Keep => break,
@@ -1957,7 +1958,7 @@ where
     /// entries were retired.
     pub fn retire_gid_change<const M: usize>(&self, hal: &H, old: &GidTable<M>, new: &GidTable<M>) -> usize {
         let (port, g_old, g_new) = (new.port_num(), old.generation(), new.generation());
-        self.sweep(hal, |key, st| {
+        self.sweep(hal, |key, st, _| {
             if key.port() != port || gid_matches(st, g_new) {
                 return Verdict::Keep;
             }
@@ -1976,12 +1977,33 @@ where
     /// destination MAC can go stale. Returns how many entries were retired.
     pub fn retire_older_than(&self, hal: &H, max_age: u64) -> usize {
         let now = self.clock.load(Ordering::Relaxed);
-        self.sweep(hal, |_, st| if born_age(st, now) >= max_age { Verdict::Retire } else { Verdict::Keep })
+        self.sweep(hal, |_, st, _| if born_age(st, now) >= max_age { Verdict::Retire } else { Verdict::Keep })
+    }
+
+    /// After a neighbour change on RoCE: retires every entry of `port` whose
+    /// destination GID is `dgid` and whose resolved destination MAC is not
+    /// `dmac` (the address now resolves to another station); entries already
+    /// built with `dmac`, entries without resolved layer-2 facts and other
+    /// destinations are kept, so a refresh of the same MAC retires nothing.
+    /// A retired entry a holder still references stays valid for that
+    /// holder and is destroyed at its last release. Returns how many
+    /// entries were retired.
+    pub fn retire_l2_change(&self, hal: &H, port: u8, dgid: &Gid, dmac: [u8; 6]) -> usize {
+        self.sweep(hal, |key, st, l2| {
+            let words = AttrWords::from_raw(key.0);
+            if key.port() != port || words.dgid().as_ref() != Some(dgid) {
+                return Verdict::Keep;
+            }
+            match unpack_l2(l2, st) {
+                Some(info) if info.dmac != dmac => Verdict::Retire,
+                _ => Verdict::Keep,
+            }
+        })
     }
 
     /// Retires every entry. Returns how many entries were retired.
     pub fn retire_all(&self, hal: &H) -> usize {
-        self.sweep(hal, |_, _| Verdict::Retire)
+        self.sweep(hal, |_, _, _| Verdict::Retire)
     }
 }
 

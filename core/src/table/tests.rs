@@ -964,3 +964,30 @@ fn position_histogram() {
         );
     }
 }
+
+#[test]
+fn a_changed_neighbour_mac_retires_only_its_destination() {
+    let hal = Counting::default();
+    let t = T8::new();
+    // attr(i)'s destination resolves to 02:00:00:00:00:0i (`Counting`).
+    let held = t.get_or_create(&hal, &attr(1)).unwrap();
+    let other = t.get_or_create(&hal, &attr(2)).unwrap();
+    t.release(&hal, other).unwrap();
+    let dgid = Gid::from_ipv4([10, 0, 0, 1]);
+    assert_eq!(t.retire_l2_change(&hal, 1, &dgid, [2, 0, 0, 0, 0, 1]), 0, "the same MAC retires nothing");
+    assert_eq!(t.retire_l2_change(&hal, 2, &dgid, [2, 0, 0, 0, 0, 9]), 0, "another port's entries are kept");
+    assert_eq!(t.retire_l2_change(&hal, 1, &dgid, [2, 0, 0, 0, 0, 9]), 1);
+    // The holder's handle stays valid; the entry is no longer found.
+    assert_eq!(t.l2(&held).unwrap().map(|l| l.dmac[5]), Some(1));
+    assert_eq!(hal.live(), 2, "a held AH is not destroyed");
+    let fresh = t.get_or_create(&hal, &attr(1)).unwrap();
+    assert_ne!(fresh.ah(), held.ah(), "the next request gets a new AH");
+    t.release(&hal, held).unwrap();
+    assert_eq!(hal.live(), 2, "destroyed at its last release");
+    t.release(&hal, fresh).unwrap();
+    let kept = t.get(&attr(2)).unwrap();
+    assert_eq!(hal.creates.load(Ordering::Relaxed), 3, "attr(2) was kept");
+    t.release(&hal, kept).unwrap();
+    assert_eq!(hal.bad.load(Ordering::Relaxed), 0);
+    t.checked_stats();
+}
