@@ -10,6 +10,8 @@ pub(crate) mod error;
 pub(crate) mod ping;
 pub(crate) mod replay;
 pub(crate) mod serve;
+#[cfg(feature = "ibverbs")]
+pub(crate) mod serve_events;
 
 /// Exit code of a verbs command (`devices`, `serve/ping --hal ibverbs`) in a
 /// `udah` built without the `ibverbs` feature.

@@ -1020,6 +1020,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut wcs = Vec::new();
     let mut fault: Option<(String, u8)> = None;
     let mut injected = false;
+    let mut events = super::serve_events::NetEvents::open();
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
             injected = true;
@@ -1051,6 +1052,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         }
         wcs.clear();
         vp.recv_cq.poll(&mut wcs)?;
+        events.turn(wcs.is_empty(), &mut pipeline);
         if wcs.is_empty() {
             std::thread::yield_now();
         }
@@ -1124,6 +1126,10 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         println!("stopped by a signal");
     }
     print_stats(&st, &pipeline, start.elapsed());
+    println!(
+        "network events: {} neighbour MAC change(s), {} AH(s) retired for them, {} link change(s)",
+        events.mac_changes, events.retired, events.links
+    );
     let retired = shutdown(&mut pipeline, in_flight.into_iter().flatten());
     let live = hal.stats().live_ahs;
     if fault.is_some() || live != 0 {
