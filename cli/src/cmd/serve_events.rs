@@ -88,8 +88,10 @@ impl NetEvents {
                     self.retired += n as u64;
                 }
                 (NetEvent::Link { ifindex, name, up, .. }, _) => {
+                    // A link first seen up is no event (links report other
+                    // changes too); first seen down, or a change, is.
                     let was = self.link_up.insert(*ifindex, *up);
-                    if was.is_some_and(|was| was != *up) {
+                    if was.map_or(!*up, |was| was != *up) {
                         self.links += 1;
                         println!("event: link {} {}", name.as_deref().unwrap_or("?"), if *up { "up" } else { "down" });
                     }
