@@ -288,27 +288,34 @@ pub fn errno_name(o: &Outcome) -> Option<&'static str> {
     }
 }
 
+/// A libibverbs attribute in one line, as `replay` prints it and `serve
+/// --log-ahs` logs it (`dgid … sgid_index … hop_limit … tclass …
+/// flow_label … dlid … sl … port …`).
+pub fn describe_ibv(a: &udah_core::ah::IbvAhAttr) -> String {
+    let mut s = String::new();
+    if a.is_global != 0 {
+        let _ = write!(
+            s,
+            "dgid {} sgid_index {} hop_limit {} tclass {} flow_label {:#x} ",
+            Gid(a.grh.dgid),
+            a.grh.sgid_index,
+            a.grh.hop_limit,
+            a.grh.traffic_class,
+            a.grh.flow_label
+        );
+    } else {
+        s.push_str("no GRH, ");
+    }
+    let _ = write!(s, "dlid {} sl {} port {}", a.dlid, a.sl, a.port_num);
+    s
+}
+
 /// Describes an outcome in one line: the AH attributes, or the error and
 /// why it happened for this packet.
 pub fn describe(o: &Outcome, p: &UdPacket) -> String {
     let mut s = String::new();
     match o {
-        Outcome::Libibverbs { result: Ok(a), .. } => {
-            if a.is_global != 0 {
-                let _ = write!(
-                    s,
-                    "dgid {} sgid_index {} hop_limit {} tclass {} flow_label {:#x} ",
-                    Gid(a.grh.dgid),
-                    a.grh.sgid_index,
-                    a.grh.hop_limit,
-                    a.grh.traffic_class,
-                    a.grh.flow_label
-                );
-            } else {
-                s.push_str("no GRH, ");
-            }
-            let _ = write!(s, "dlid {} sl {} port {}", a.dlid, a.sl, a.port_num);
-        }
+        Outcome::Libibverbs { result: Ok(a), .. } => s = describe_ibv(a),
         Outcome::Libibverbs { result: Err(f), .. } => {
             let _ = write!(s, "{}: {}", errno::name(f.error.errno()), f.error);
             if matches!(f.error, udah_core::IbvError::GidNotFound) {

@@ -152,6 +152,11 @@ pub(crate) struct Args {
     /// work requests flushed, reports the QP error and exits 4 (ibverbs).
     #[arg(long, value_name = "N")]
     fault_qp_after: Option<u64>,
+    /// Print each distinct (source QPN, attribute) serve answers with, once:
+    /// `ah: QPN 0x… dgid … port …`, in `udah replay`'s notation, so that a
+    /// capture of the same requests can be checked against it (ibverbs).
+    #[arg(long)]
+    log_ahs: bool,
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
@@ -172,6 +177,7 @@ fn validate(args: &Args) -> Result<(), UsageError> {
             (args.check_libibverbs, "--check-libibverbs"),
             (args.ud_pingpong, "--ud-pingpong"),
             (args.fault_qp_after.is_some(), "--fault-qp-after"),
+            (args.log_ahs, "--log-ahs"),
         ] {
             if set {
                 return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
@@ -1021,6 +1027,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut fault: Option<(String, u8)> = None;
     let mut injected = false;
     let mut events = super::serve_events::NetEvents::open();
+    let mut logged = std::collections::HashSet::new();
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
             injected = true;
@@ -1082,6 +1089,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             let reply = reply_ah(&mut pipeline, &wc.ibv(), &area);
             if let Some(c) = check.as_mut() {
                 c.check(hal.context(), pipeline.gids(), args.port, &wc, &area);
+            }
+            if args.log_ahs && reply.is_ok() {
+                log_ah(&mut logged, &pipeline, &wc, &area);
             }
             let h = match reply {
                 Ok(h) => h,
@@ -1149,6 +1159,23 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         failed += c.mismatches;
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `--log-ahs`: prints the attribute the pipeline answers `wc` with, once
+/// per (source QPN, attribute).
+#[cfg(feature = "ibverbs")]
+fn log_ah(
+    logged: &mut std::collections::HashSet<(u32, String)>,
+    pipeline: &Pipeline<'_, IbverbsHal>,
+    wc: &WorkCompletion,
+    area: &Area,
+) {
+    let Ok(attr) = pipeline.words(&wc.ibv(), area).map(udah_core::attr::AttrWords::to_attr) else { return };
+    let Ok(attr) = attr else { return };
+    let line = udah_cli::capture::replay::describe_ibv(&udah_core::ah::IbvAhAttr::from(&attr));
+    if logged.insert((wc.src_qp, line.clone())) {
+        println!("ah: QPN {:#x} {line}", wc.src_qp);
+    }
 }
 
 /// `udah serve: ...` text for a flushed completion: the QP is in the error
