@@ -3,4 +3,5 @@
 
 pub mod alloc_count;
 pub mod capture;
+pub mod miss_queue;
 pub mod vectors;

@@ -12,6 +12,8 @@ pub(crate) mod replay;
 pub(crate) mod serve;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod serve_events;
+#[cfg(feature = "ibverbs")]
+pub(crate) mod serve_misses;
 
 /// Exit code of a verbs command (`devices`, `serve/ping --hal ibverbs`) in a
 /// `udah` built without the `ibverbs` feature.

@@ -157,6 +157,13 @@ pub(crate) struct Args {
     /// capture of the same requests can be checked against it (ibverbs).
     #[arg(long)]
     log_ahs: bool,
+    /// Requests held per destination while its address resolves (off the
+    /// receive loop); more are refused and counted (ibverbs).
+    #[arg(long, default_value_t = 4)]
+    pending_per_peer: usize,
+    /// Requests held in all while their destinations resolve (ibverbs).
+    #[arg(long, default_value_t = 256)]
+    pending_total: usize,
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
@@ -944,6 +951,10 @@ struct Stats {
     failed_ah: u64,
     failed_send: u64,
     send_errors: u64,
+    /// Requests to unresolved destinations refused (their bounds were full).
+    refused: u64,
+    /// Held requests dropped because their destination did not resolve.
+    unresolved: u64,
 }
 
 #[cfg(feature = "ibverbs")]
@@ -1028,6 +1039,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut injected = false;
     let mut events = super::serve_events::NetEvents::open();
     let mut logged = std::collections::HashSet::new();
+    let mut misses = super::serve_misses::Misses::start(&hal, args.pending_per_peer, args.pending_total);
+    let mut ready = Vec::new();
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
             injected = true;
@@ -1059,7 +1072,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         }
         wcs.clear();
         vp.recv_cq.poll(&mut wcs)?;
-        events.turn(wcs.is_empty(), &mut pipeline);
+        events.turn(wcs.is_empty(), &mut pipeline, &mut |gid| misses.forget(gid));
         if wcs.is_empty() {
             std::thread::yield_now();
         }
@@ -1086,6 +1099,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
+            // A destination not yet resolved waits off this loop.
+            match misses.admit(&mut pipeline, (wc, area, payload)) {
+                udah_cli::miss_queue::Admit::Go(r) => ready.push(r),
+                udah_cli::miss_queue::Admit::Held => {}
+                udah_cli::miss_queue::Admit::Refused(..) => st.refused += 1,
+            }
+        }
+        misses.completed(&mut ready, &mut st.unresolved);
+        for (wc, area, payload) in ready.drain(..) {
             let reply = reply_ah(&mut pipeline, &wc.ibv(), &area);
             if let Some(c) = check.as_mut() {
                 c.check(hal.context(), pipeline.gids(), args.port, &wc, &area);
@@ -1140,6 +1162,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         "network events: {} neighbour MAC change(s), {} AH(s) retired for them, {} link change(s)",
         events.mac_changes, events.retired, events.links
     );
+    println!("{}", misses.line(st.refused, st.unresolved));
     let retired = shutdown(&mut pipeline, in_flight.into_iter().flatten());
     let live = hal.stats().live_ahs;
     if fault.is_some() || live != 0 {
@@ -1153,6 +1176,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     if let Some(p) = peer {
         println!("ud-pingpong: {} request(s) from QPs other than the exchanged QPN {:#x}", st.other_senders, p.qpn);
     }
+    // Refused and unresolved requests are counted, not failures: UD drops
+    // what cannot be answered, and the bounds are what keeps the loop live.
     let mut failed = st.failed_wc + st.failed_ah + st.failed_send + st.send_errors;
     if let Some(c) = &check {
         println!("{}", c.line());

@@ -4,6 +4,7 @@
 //! new one) while AHs to every other peer stay.
 
 use udah_core::hal::{AhToken, Hal};
+use udah_core::wire::Gid;
 use udah_hal_ibverbs::netevents::{NeighChange, Neighbours, NetEvent, NetWatch, gid_of};
 
 use super::serve::Pipeline;
@@ -55,7 +56,9 @@ impl NetEvents {
 
     /// Reads what is waiting when the receive queue was empty (`idle`) or
     /// every [`EVERY`] turns, and retires the AHs it makes stale.
-    pub(crate) fn turn<H: Hal>(&mut self, idle: bool, pipeline: &mut Pipeline<'_, H>)
+    /// `forget` hears of every address whose neighbour entry went away or
+    /// stopped resolving.
+    pub(crate) fn turn<H: Hal>(&mut self, idle: bool, pipeline: &mut Pipeline<'_, H>, forget: &mut dyn FnMut(&Gid))
     where
         H::Ah: AhToken,
     {
@@ -87,6 +90,7 @@ impl NetEvents {
                     }
                     self.retired += n as u64;
                 }
+                (NetEvent::Neighbour { addr, .. }, NeighChange::Lost { .. }) => forget(&gid_of(*addr)),
                 (NetEvent::Link { ifindex, name, up, .. }, _) => {
                     // A link first seen up is no event (links report other
                     // changes too); first seen down, or a change, is.
