@@ -234,8 +234,8 @@ impl<T> Drop for MissQueue<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
     use core::time::Duration;
+    use std::sync::{Arc, Mutex};
     use std::time::Instant;
     use udah_core::ah::{FlowLabel, GlobalRoute, PortNum, Sl};
 

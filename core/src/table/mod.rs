@@ -1933,6 +1933,18 @@ where
         }
     }
 
+    /// Whether `handle` is still the table's entry for its attribute: `false`
+    /// once the entry was retired (a GID, neighbour or age change) or the
+    /// handle is stale. A retired handle stays valid to send with until it
+    /// is released; a holder that sees `false` re-resolves to get the
+    /// current AH.
+    pub fn is_current(&self, handle: &AhHandle<H::Ah>) -> bool {
+        self.slots.get(handle.slot as usize).is_some_and(|slot| {
+            let m = slot.meta.load(Ordering::Acquire);
+            generation(m) == handle.generation && state(m) == LIVE
+        })
+    }
+
     /// The layer-2 facts the backend resolved for the entry of `handle`
     /// (`Ok(None)` on InfiniBand).
     pub fn l2(&self, handle: &AhHandle<H::Ah>) -> Result<Option<L2Info>, TableError<H::Error>> {

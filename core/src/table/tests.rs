@@ -979,9 +979,11 @@ fn a_changed_neighbour_mac_retires_only_its_destination() {
     assert_eq!(t.retire_l2_change(&hal, 1, &dgid, [2, 0, 0, 0, 0, 9]), 1);
     // The holder's handle stays valid; the entry is no longer found.
     assert_eq!(t.l2(&held).unwrap().map(|l| l.dmac[5]), Some(1));
+    assert!(!t.is_current(&held), "the holder can tell it was retired");
     assert_eq!(hal.live(), 2, "a held AH is not destroyed");
     let fresh = t.get_or_create(&hal, &attr(1)).unwrap();
     assert_ne!(fresh.ah(), held.ah(), "the next request gets a new AH");
+    assert!(t.is_current(&fresh));
     t.release(&hal, held).unwrap();
     assert_eq!(hal.live(), 2, "destroyed at its last release");
     t.release(&hal, fresh).unwrap();
