@@ -83,12 +83,15 @@ pub(crate) enum UsageError {
     NeedsDlid,
     /// A GID index above 255 (an AH attribute's is a byte).
     GidIndexTooLarge(u32),
+    /// `serve --allow`: more prefixes than an admission holds.
+    Admission(String),
 }
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UsageError::PortZero => f.write_str("--port 0: port numbers start at 1"),
+            UsageError::Admission(e) => write!(f, "--allow: {e}"),
             UsageError::MockPort { port, side } => write!(f, "--port {port}: the mock fabric's {side} is port 1"),
             UsageError::VerbsOnly { flag, mock } => write!(f, "{flag} is for --hal ibverbs ({mock})"),
             UsageError::NoPeers => f.write_str("--peers 0: the mock fabric needs at least 1 simulated client"),

@@ -164,6 +164,23 @@ pub(crate) struct Args {
     /// Requests held in all while their destinations resolve (ibverbs).
     #[arg(long, default_value_t = 256)]
     pending_total: usize,
+    /// Admit only requests whose source address is in this prefix
+    /// (`198.18.0.0/24`, `fd00:da::/64`); repeat it for more. Others are
+    /// refused before any AH is created for them, and counted (ibverbs).
+    #[arg(long, value_name = "ADDR/LEN", value_parser = parse_prefix)]
+    allow: Vec<(core::net::IpAddr, u8)>,
+}
+
+/// `ADDR/LEN` of `--allow`.
+fn parse_prefix(s: &str) -> Result<(core::net::IpAddr, u8), String> {
+    let (a, l) = s.split_once('/').ok_or_else(|| format!("'{s}' is not ADDR/LEN"))?;
+    let addr: core::net::IpAddr = a.parse().map_err(|e| format!("'{a}': {e}"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len: u8 = l.parse().map_err(|e| format!("'{l}': {e}"))?;
+    if len > max {
+        return Err(format!("prefix length {len} is above {max}"));
+    }
+    Ok((addr, len))
 }
 
 /// The command-line mistakes `serve` refuses before doing anything.
@@ -185,6 +202,7 @@ fn validate(args: &Args) -> Result<(), UsageError> {
             (args.ud_pingpong, "--ud-pingpong"),
             (args.fault_qp_after.is_some(), "--fault-qp-after"),
             (args.log_ahs, "--log-ahs"),
+            (!args.allow.is_empty(), "--allow"),
         ] {
             if set {
                 return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
@@ -971,6 +989,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     // `validate` refused port 0 already.
     let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
     let mut pipeline = pipeline(&hal, port, stamp)?;
+    if !args.allow.is_empty() {
+        pipeline.set_admission(admission(&args.allow)?);
+    }
     let pa = hal.port_attr(args.port)?;
     let gids = hal.port_gids(args.port)?;
     let idx = match args.gid_index {
@@ -1184,6 +1205,22 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         failed += c.mismatches;
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The admission of `--allow`: source GIDs in any of the prefixes (IPv4 as
+/// IPv4-mapped GIDs), any VLAN and P_Key index.
+#[cfg(feature = "ibverbs")]
+fn admission(allow: &[(core::net::IpAddr, u8)]) -> Result<udah_core::responder::Admission, UsageError> {
+    use udah_core::responder::Admission;
+    let mut a = Admission::allow_all();
+    for &(addr, len) in allow {
+        a = match addr {
+            core::net::IpAddr::V4(v4) => a.allow_ipv4_subnet(v4.octets(), len),
+            core::net::IpAddr::V6(v6) => a.allow_gid_prefix(Gid(v6.octets()), len),
+        }
+        .map_err(|e| UsageError::Admission(e.to_string()))?;
+    }
+    Ok(a)
 }
 
 /// `--log-ahs`: prints the attribute the pipeline answers `wc` with, once
