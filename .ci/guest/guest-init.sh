@@ -79,6 +79,8 @@ else
     UDAH_PEER_MAC=52:54:00:da:00:0$peer UDAH_PEER_IPV4=198.18.0.$peer UDAH_PEER_IPV6=fd00:da::$peer \
     UDAH_PEER_VLAN_IPV4=198.18.7.$peer UDAH_PEER_VLAN_IPV6=fd00:da:7::$peer
 fi
+# Static IPv6 addresses survive a link going down (a port-flap check).
+echo 1 >/proc/sys/net/ipv6/conf/all/keep_addr_on_down
 ip link set "$NETDEV" up
 ip addr add "$IPV4/24" dev "$NETDEV"
 ip -6 addr add "$IPV6/64" dev "$NETDEV" nodad

@@ -1138,6 +1138,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             let h = match reply {
                 Ok(h) => h,
+                // Refused by `--allow`: counted by the pipeline, not a failure.
+                Err(ReplyError::Resolve(ResolveError::Refused(_))) => continue,
                 Err(e) => {
                     st.failed_ah += 1;
                     eprintln!("udah: request from QPN {:#x} not answered: {e}", wc.src_qp);
@@ -1184,6 +1186,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         events.mac_changes, events.retired, events.links
     );
     println!("{}", misses.line(st.refused, st.unresolved));
+    if !args.allow.is_empty() {
+        let r = pipeline.refused();
+        println!(
+            "admission (--allow): {} request(s) refused ({} outside the prefixes, {} without a GRH)",
+            r.total(),
+            r.gid_prefix,
+            r.no_grh
+        );
+    }
     let retired = shutdown(&mut pipeline, in_flight.into_iter().flatten());
     let live = hal.stats().live_ahs;
     if fault.is_some() || live != 0 {

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Admission set from serve's flags: `udah serve --allow 198.18.0.0/24` on a
+# answers b's IPv4 GID and refuses, without creating an AH, b's VLAN IPv4
+# GID (198.18.7.2, outside the prefix).
+#   b: admission:allowed   N/N replies from 198.18.0.2;
+#   b: admission:refused   0 replies from 198.18.7.2;
+#   a: admission:serve     serve exits 0 after N answers, reports N refused
+#                          and created exactly one AH.
+set -uo pipefail
+source "$UDAH_CHECK_LIB"
+
+N=${UDAH_PING_COUNT:-10}
+
+serve_side() {
+  local own
+  own=$(own_gid ipv4) || { fail admission:serve "no RoCE v2 IPv4 GID"; sync_put ad.qpn none; return; }
+  if ! start_serve -g "${own%% *}" -n "$N" --stats-interval 0 --allow 198.18.0.0/24; then
+    fail admission:serve "serve did not start"; sync_put ad.qpn none; return
+  fi
+  sync_put ad.qpn "$SERVE_QPN"
+  sync_get ad.done 300 >/dev/null
+  wait_serve 30
+  sed 's/^/  serve| /' "$SERVE_LOG"
+  local adm creates
+  adm=$(grep -m1 '^admission (--allow):' "$SERVE_LOG" || true)
+  creates=$(grep -oE '[0-9]+ creates' "$SERVE_LOG" | tail -n1 | grep -oE '^[0-9]+')
+  if [[ $SERVE_RC -ne 0 ]]; then fail admission:serve "serve exit $SERVE_RC"
+  elif [[ "$adm" != "admission (--allow): $N request(s) refused ($N outside the prefixes"* ]]; then fail admission:serve "${adm:-no admission line}"
+  elif [[ "$creates" != 1 ]]; then fail admission:serve "$creates AHs created, want 1"
+  else pass admission:serve; fi
+}
+
+ping_from() { # <verdict> <family> <want received>
+  local own peer log=$UDAH_OUT/ping.$2.log summary
+  own=$(own_gid "$2"); peer=$(peer_gid "$2")
+  "$UDAH" ping --hal ibverbs --device "$UDAH_DEV" --port "${UDAH_PORT:-1}" -g "${own%% *}" --dest "${peer#* }" \
+    --qpn "$QPN" -n "$N" --timeout-ms "$4" >"$log" 2>&1
+  sed "s/^/  ping $2| /" "$log"
+  summary=$(grep -m1 -E '^[0-9]+ sent, ' "$log" || true)
+  if [[ "$summary" == "$N sent, $3 received,"* ]]; then pass "admission:$1"; else fail "admission:$1" "${summary:-no summary} (want $3 received)"; fi
+}
+
+ping_side() {
+  QPN=$(sync_get ad.qpn 300) || { fail admission:allowed "no word from a"; sync_put ad.done 1; return; }
+  [[ "$QPN" == none ]] && { fail admission:allowed "serve on a did not start"; sync_put ad.done 1; return; }
+  # The refused ones first: serve stops after N answers.
+  ping_from refused vlan-ipv4 0 300
+  ping_from allowed ipv4 "$N" 2000
+  sync_put ad.done 1
+}
+
+if [[ $UDAH_ROLE == a ]]; then serve_side; else ping_side; fi
