@@ -55,8 +55,8 @@ fn create_latency_is_bounded() {
 fn peers_and_rounds_are_bounded() {
     refused(&["--peers", "0"], "--peers 0 is outside 1..=1000000");
     refused(&["--peers", "1000001", "--create-latency-us", "0"], "--peers 1000001 is outside 1..=1000000");
-    // The default 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
-    refused(&["--peers", "1000000"], "at most 10 µs for 1000000 peers");
+    // 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
+    refused(&["--peers", "1000000", "--create-latency-us", "20"], "at most 10 µs for 1000000 peers");
     // 10⁶ InfiniBand peers, more than one subnet has distinct addresses for.
     refused(&["--peers", "1000000", "--create-latency-us", "0", "--mix", "ib,ib-grh"], "InfiniBand peers");
     refused(&["--rounds", "0"], "--rounds 0 is outside 1..=1024");
@@ -95,4 +95,25 @@ fn readme_lists_every_demo_flag() {
     for f in flags {
         assert!(readme.contains(&format!("`{f}")), "README.md's demo flag list lacks `{f}`");
     }
+}
+
+#[test]
+fn the_default_create_latency_scales_with_the_peers() {
+    // Without --create-latency-us: 20 µs up to 10⁵ peers, then 2 s of creates in all.
+    let o = demo(&["--peers", "200000", "--rounds", "1", "--messages", "1000", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+    assert_eq!(v["create_latency_us"].as_u64(), Some(10), "{v}");
+    assert_eq!(v["create_latency_default"].as_bool(), Some(true), "{v}");
+    assert!(v["max_rss_bytes"].as_u64().is_some_and(|b| b > 0), "{v}");
+    let o = demo(&["--peers", "64", "--messages", "1000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("20 µs (default for 64 peers"), "{text}");
+    assert!(text.contains("maximum resident set"), "{text}");
+    // Given, it is used as is and said so.
+    let o = demo(&["--peers", "64", "--messages", "1000", "--create-latency-us", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+    assert_eq!(v["create_latency_us"].as_u64(), Some(3), "{v}");
+    assert_eq!(v["create_latency_default"].as_bool(), Some(false), "{v}");
 }

@@ -101,9 +101,16 @@ pub struct Faults {
     /// Every k-th create attempt fails with this kind.
     pub fail_every: Option<(u64, ErrorKind)>,
     /// How long a create takes (slept outside the fabric lock): microseconds
-    /// for RoCE on real NICs, nothing for IB.
+    /// for RoCE on real NICs, nothing for IB. A latency below
+    /// [`SLEEP_QUANTUM`] is owed and slept once a quantum is due (a sleep
+    /// costs tens of µs more than asked), so that many short creates take
+    /// their total time, not their count of sleeps.
     pub create_latency: Duration,
 }
+
+/// The shortest sleep of the create cost model: shorter latencies add up
+/// until this much is owed (see [`Faults::create_latency`]).
+pub const SLEEP_QUANTUM: Duration = Duration::from_millis(1);
 
 /// Configuration of one port.
 #[derive(Debug, Clone)]
@@ -397,6 +404,8 @@ pub(crate) struct State {
     next_ah: u64,
     neighbours: HashMap<Gid, [u8; 6]>,
     rng: u64,
+    /// Create latency owed and not slept yet, ns (negative: slept ahead).
+    create_debt_ns: i64,
     counters: Counters,
     ident: u16,
 }
@@ -921,12 +930,35 @@ impl State {
         (fault, f.create_latency)
     }
 
-    pub(crate) fn count_create_failure(&mut self) {
-        self.counters.ah_create_failures += 1;
+    /// How long a create of `latency` sleeps now: all of it from
+    /// [`SLEEP_QUANTUM`] on; below, what is owed once a quantum is due
+    /// (then [`settle_sleep`](Self::settle_sleep) with the time slept).
+    pub(crate) fn owe_create(&mut self, latency: Duration) -> Duration {
+        if latency >= SLEEP_QUANTUM {
+            return latency;
+        }
+        let owed = self.create_debt_ns.saturating_add(latency.as_nanos() as i64);
+        if owed >= SLEEP_QUANTUM.as_nanos() as i64 {
+            self.create_debt_ns = 0;
+            Duration::from_nanos(owed as u64)
+        } else {
+            self.create_debt_ns = owed;
+            Duration::ZERO
+        }
     }
 
-    pub(crate) fn count_create_ns(&mut self, ns: u64) {
-        self.counters.ah_create_ns += ns;
+    /// Counts `slept_ns` for a sleep of `asked` ([`owe_create`](Self::owe_create)):
+    /// an overshoot is taken off what later short creates owe.
+    pub(crate) fn settle_sleep(&mut self, asked: Duration, slept_ns: u64) {
+        self.counters.ah_create_ns += slept_ns;
+        if asked < SLEEP_QUANTUM * 2 {
+            let over = slept_ns as i64 - asked.as_nanos() as i64;
+            self.create_debt_ns = self.create_debt_ns.saturating_sub(over.max(0));
+        }
+    }
+
+    pub(crate) fn count_create_failure(&mut self) {
+        self.counters.ah_create_failures += 1;
     }
 
     pub(crate) fn remove_ah(&mut self, id: u64) -> bool {

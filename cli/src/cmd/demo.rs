@@ -118,14 +118,15 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = TablePathArg::Session)]
     pub(crate) table_path: TablePathArg,
     /// Simulated AH create latency, microseconds (a RoCE create takes tens;
-    /// at most 100,000).
-    #[arg(long, default_value_t = 20)]
-    pub(crate) create_latency_us: u64,
+    /// at most 100,000). Unset: 20, or less for more than 100,000 peers, so
+    /// that their creates take 2 s in all ([`default_create_latency_us`]).
+    #[arg(long)]
+    pub(crate) create_latency_us: Option<u64>,
     /// Requests each peer sends in the end-to-end phase; the hot path
     /// replays that many completions per peer too (1 to 1024).
     #[arg(long, default_value_t = 8)]
     pub(crate) rounds: usize,
-    /// Seed of the fabric's random choices, of the hot path's order and,
+    /// Seed of the fabric's random choices and,
     /// through [`table_seed`], of the AH table's keyed hash.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
@@ -200,8 +201,16 @@ pub(crate) struct Summary {
     pub(crate) evictions: u64,
     /// Backend AHs alive at the end.
     pub(crate) live_ahs: u64,
+    /// Simulated latency of one AH create, µs.
+    pub(crate) create_latency_us: u64,
+    /// Whether `create_latency_us` was chosen for the peer count (no
+    /// `--create-latency-us`).
+    pub(crate) create_latency_default: bool,
     /// Time the backend spent creating AHs, milliseconds.
     pub(crate) backend_create_ms: f64,
+    /// The process's maximum resident set at the end, bytes (`VmHWM`;
+    /// `None` where `/proc/self/status` does not tell).
+    pub(crate) max_rss_bytes: Option<u64>,
     /// Heap allocations on the measured hot path (must be 0).
     pub(crate) hot_path_allocations: u64,
 }
@@ -276,12 +285,45 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
     fn release(&mut self, c: &Completion, h: AhHandle<MockAh>) {
         let _ = self.port(c).release(h);
     }
+
+    /// A polled batch: `batch` (completions of one port, in arrival order)
+    /// through that port's [`Responder::resolve_batch`] (staged, with the
+    /// slots prefetched, once the table is past the cache), each handle
+    /// released; returns how many were refused.
+    #[inline]
+    fn resolve_batch(&mut self, batch: &[Completion], out: &mut [Option<Outcome>; BATCH]) -> u64 {
+        let Some(first) = batch.first() else { return 0 };
+        let port = self.port(first);
+        let n = port.resolve_batch(batch.iter().map(|c| (&c.wc, &c.area)), &mut out[..]);
+        let mut refused = 0u64;
+        for o in out.iter_mut().take(n) {
+            match o.take() {
+                Some(Ok(h)) => {
+                    core::hint::black_box(h.ah());
+                    let _ = port.release(h);
+                }
+                _ => refused += 1,
+            }
+        }
+        refused
+    }
+}
+
+/// What the hot path makes of one completion.
+type Outcome = Result<AhHandle<MockAh>, Refusal>;
+
+/// The length of the run of completions of `corpus[i]`'s port from `i`
+/// on, at most `max` (a CQ holds one port's completions).
+fn same_port_run(corpus: &[Completion], i: usize, max: usize) -> usize {
+    let end = corpus.len().min(i.saturating_add(max));
+    let Some(port) = corpus.get(i).map(|c| c.port) else { return 0 };
+    corpus[i..end].iter().take_while(|c| c.port == port).count()
 }
 
 /// Resolves `per_thread` completions of `corpus` from index `i` on, in
-/// timed batches, pushing the ns per completion of each batch to `ns`
-/// (allocated by the caller: nothing here allocates); returns how many
-/// were refused.
+/// polled batches of up to [`BATCH`] completions of one port, each timed,
+/// pushing the ns per completion of each batch to `ns` (allocated by the
+/// caller: nothing here allocates); returns how many were refused.
 fn work<C: AhCache<Backend = MockHal>>(
     ports: &mut Ports<C>,
     corpus: &[Completion],
@@ -292,26 +334,22 @@ fn work<C: AhCache<Backend = MockHal>>(
 ) -> u64 {
     let mut refused = 0u64;
     let mut done = 0u64;
+    let mut out: [Option<Outcome>; BATCH] = core::array::from_fn(|_| None);
     while done < per_thread {
-        let n = (per_thread - done).min(BATCH as u64);
-        let t0 = Instant::now();
-        for _ in 0..n {
-            let c = &corpus[i];
-            match ports.resolve(c) {
-                Ok(h) => {
-                    core::hint::black_box(h.ah());
-                    ports.release(c, h);
-                }
-                Err(_) => refused += 1,
-            }
-            i += 1;
-            if i == corpus.len() {
-                i = 0;
-            }
+        if i >= corpus.len() {
+            i = 0;
         }
+        let want = (per_thread - done).min(BATCH as u64) as usize;
+        let n = same_port_run(corpus, i, want);
+        if n == 0 {
+            break;
+        }
+        let t0 = Instant::now();
+        refused += ports.resolve_batch(&corpus[i..i + n], &mut out);
         ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
-        done += n;
-        progress.fetch_add(n, Ordering::Relaxed);
+        i += n;
+        done += n as u64;
+        progress.fetch_add(n as u64, Ordering::Relaxed);
     }
     refused
 }
@@ -530,6 +568,25 @@ pub(crate) const MAX_THREADS: usize = 256;
 pub(crate) const MAX_CREATE_LATENCY_US: u64 = 100_000;
 /// The most time the creates of all peers may take together, µs.
 pub(crate) const MAX_CREATES_US: u64 = 10_000_000;
+/// The simulated create latency without `--create-latency-us`, µs.
+pub(crate) const DEFAULT_CREATE_LATENCY_US: u64 = 20;
+/// The most time the creates of all peers take together without
+/// `--create-latency-us`, µs.
+pub(crate) const DEFAULT_CREATES_US: u64 = 2_000_000;
+
+/// The create latency without `--create-latency-us` for `peers` peers:
+/// [`DEFAULT_CREATE_LATENCY_US`], or less when their creates would take
+/// more than [`DEFAULT_CREATES_US`] together (2 µs at 10⁶ peers), at
+/// least 1 µs.
+pub(crate) fn default_create_latency_us(peers: usize) -> u64 {
+    (DEFAULT_CREATES_US / (peers as u64).max(1)).clamp(1, DEFAULT_CREATE_LATENCY_US)
+}
+
+/// The create latency of a run: `--create-latency-us`, or
+/// [`default_create_latency_us`].
+fn create_latency_us(args: &Args) -> u64 {
+    args.create_latency_us.unwrap_or_else(|| default_create_latency_us(args.peers))
+}
 /// The most `--rounds` (requests per peer in the end-to-end phase).
 pub(crate) const MAX_ROUNDS: usize = 1024;
 
@@ -544,13 +601,15 @@ pub(crate) fn validate(args: &Args) -> Result<(), DemoError> {
     range("messages", args.messages, MAX_MESSAGES, Bound::Timings(BATCH))?;
     range("threads", args.threads as u64, MAX_THREADS as u64, Bound::Plain)?;
     range("rounds", args.rounds as u64, MAX_ROUNDS as u64, Bound::Plain)?;
-    if args.create_latency_us > MAX_CREATE_LATENCY_US {
-        return Err(DemoError::CreateLatency(args.create_latency_us));
-    }
-    // Each peer's first request misses: the creates alone take peers × latency.
-    let creates_us = args.peers as u64 * args.create_latency_us;
-    if creates_us > MAX_CREATES_US {
-        return Err(DemoError::CreatesTooLong { peers: args.peers, latency_us: args.create_latency_us });
+    if let Some(latency_us) = args.create_latency_us {
+        if latency_us > MAX_CREATE_LATENCY_US {
+            return Err(DemoError::CreateLatency(latency_us));
+        }
+        // Each peer's first request misses: the creates alone take peers × latency.
+        let creates_us = (args.peers as u64).saturating_mul(latency_us);
+        if creates_us > MAX_CREATES_US {
+            return Err(DemoError::CreatesTooLong { peers: args.peers, latency_us });
+        }
     }
     if !udah_hal_mock::scenario::infiniband_fits(&args.mix, args.peers) {
         return Err(DemoError::TooManyInfiniband {
@@ -574,7 +633,8 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let table = boxed_table::<N>(table_seed)?;
     let table = &*table;
     let quirks = quirks_of(args.quirks, args.evidence);
-    let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
+    let latency_us = create_latency_us(args);
+    let faults = Faults { create_latency: Duration::from_micros(latency_us), ..Faults::default() };
     let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(DemoError::Mock)?;
     let hal = MockHal::new(&sc.fabric, sc.ib_port.device);
     let mut ib: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(1, LinkLayer::Infiniband, 0));
@@ -618,16 +678,9 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid + fc.dropped_pkey;
 
     // Phase 2: the hot path alone, over the completions the NICs produced,
-    // with a warm table, in a shuffled order.
-    let mut order: Vec<usize> = (0..corpus.len()).collect();
-    let mut rng = args.seed | 1;
-    for i in (1..order.len()).rev() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        order.swap(i, (rng % (i as u64 + 1)) as usize);
-    }
-    let corpus: Vec<Completion> = order.iter().map(|&i| corpus[i]).collect();
+    // with a warm table, in arrival order (each port's completions one
+    // after the other in memory, as a responder reads its CQ: only the
+    // table is read at random).
     if corpus.is_empty() {
         return Err(DemoError::NoCompletions);
     }
@@ -741,9 +794,21 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         creates: st.creates,
         evictions: st.evictions,
         live_ahs: st.live,
+        create_latency_us: latency_us,
+        create_latency_default: args.create_latency_us.is_none(),
         backend_create_ms: sc.fabric.counters().ah_create_ns as f64 / 1e6,
+        max_rss_bytes: max_rss_bytes(),
         hot_path_allocations: results.iter().map(|r| r.2).sum(),
     })
+}
+
+/// The process's maximum resident set so far, bytes: `VmHWM` of
+/// `/proc/self/status` (Linux); `None` elsewhere.
+fn max_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 fn print_summary(s: &Summary) {
@@ -784,7 +849,23 @@ fn print_summary(s: &Summary) {
             ),
         ),
         ("AH table: hash seed", format!("{:#018x}", s.table_seed)),
-        ("backend create time", format!("{:.2} ms", s.backend_create_ms)),
+        (
+            "backend create latency / time",
+            format!(
+                "{} µs{} / {:.2} ms",
+                s.create_latency_us,
+                if s.create_latency_default {
+                    format!(" (default for {} peers: at most {} s of creates)", s.peers, DEFAULT_CREATES_US / 1_000_000)
+                } else {
+                    String::new()
+                },
+                s.backend_create_ms
+            ),
+        ),
+        (
+            "maximum resident set",
+            s.max_rss_bytes.map_or_else(|| "unknown".into(), |b| format!("{:.1} MiB", b as f64 / f64::from(1 << 20))),
+        ),
         ("heap allocations on the hot path", s.hot_path_allocations.to_string()),
     ];
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
