@@ -437,16 +437,48 @@ pub(crate) fn table_seed(seed: u64) -> u64 {
 /// passes through [`AhTable::with_seed`]'s return on the stack in
 /// unoptimised builds (128 MiB at 2²¹ slots), so it is built on a thread
 /// whose stack has room for it; the stack is gone once the table is boxed.
+///
+/// Its memory is asked for in transparent huge pages before it is written
+/// ([`huge_pages`]): a table past the caches is read at random, and with
+/// 4 KiB pages nearly every look-up also misses the TLB.
 fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, DemoError> {
     let bytes = core::mem::size_of::<AhTable<MockHal, N>>();
     std::thread::Builder::new()
         .name("ah-table".into())
         .stack_size(4 * bytes + (1 << 20))
-        .spawn(move || Box::new(AhTable::with_seed(seed)))
+        .spawn(move || {
+            let mut b = Box::<AhTable<MockHal, N>>::new_uninit();
+            huge_pages(b.as_mut_ptr().cast(), bytes);
+            Box::write(b, AhTable::with_seed(seed))
+        })
         .map_err(DemoError::TableThread)?
         .join()
         .map_err(|_| DemoError::TablePanicked)
 }
+
+/// Asks the kernel to back the 2 MiB-aligned part of `len` bytes at `ptr`
+/// (an allocation not written yet) with transparent huge pages, where the
+/// system leaves them to `madvise`; a hint, nothing happens if it is refused.
+/// Regions under 4 MiB are left alone.
+#[cfg(target_os = "linux")]
+fn huge_pages(ptr: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize).saturating_add(len) & !(HUGE - 1);
+    if len < 2 * HUGE || end <= start {
+        return;
+    }
+    // SAFETY: madvise only changes how the kernel backs pages of this
+    // process's own allocation (`start..end` lies inside it); MADV_HUGEPAGE
+    // changes no content and no Rust-visible state.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
+/// Transparent huge pages are a Linux hint; elsewhere nothing is asked.
+#[cfg(not(target_os = "linux"))]
+fn huge_pages(_ptr: *mut u8, _len: usize) {}
 
 /// Why a bound of [`DemoError::OutOfRange`] is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
