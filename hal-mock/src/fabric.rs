@@ -1,6 +1,7 @@
 //! The simulated fabric: devices, ports, GID tables, neighbours, UD QPs, AHs.
 
 use core::time::Duration;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -121,10 +122,15 @@ pub struct PortConfig {
     mac: [u8; 6],
     gid_tbl_len: u32,
     gids: Vec<(u32, GidEntry)>,
-    pkeys: Vec<u16>,
+    pkeys: Cow<'static, [u16]>,
     quirks: Quirks,
-    faults: Faults,
+    /// `None`: no fault and no create cost (a port of a peer, most of them
+    /// at scale, holds one pointer instead of a [`Faults`]).
+    faults: Option<Box<Faults>>,
 }
+
+/// The P_Key table of a port unless set: the default full-member P_Key.
+const DEFAULT_PKEYS: &[u16] = &[0xffff];
 
 impl PortConfig {
     /// An InfiniBand port with base LID `lid`; GID 0 is `fe80::<guid>`.
@@ -140,9 +146,9 @@ impl PortConfig {
             mac: [0; 6],
             gid_tbl_len: 16,
             gids: vec![(0, GidEntry::new(Gid(g), GidType::Ib))],
-            pkeys: vec![0xffff],
+            pkeys: Cow::Borrowed(DEFAULT_PKEYS),
             quirks: Quirks::default(),
-            faults: Faults::default(),
+            faults: None,
         }
     }
 
@@ -157,9 +163,9 @@ impl PortConfig {
             mac,
             gid_tbl_len: 16,
             gids: vec![(0, GidEntry::new(ll, GidType::RoceV1)), (1, GidEntry::new(ll, GidType::RoceV2))],
-            pkeys: vec![0xffff],
+            pkeys: Cow::Borrowed(DEFAULT_PKEYS),
             quirks: Quirks::default(),
-            faults: Faults::default(),
+            faults: None,
         }
     }
 
@@ -224,13 +230,13 @@ impl PortConfig {
 
     /// Sets fault injection and the create cost model.
     pub fn with_faults(mut self, faults: Faults) -> PortConfig {
-        self.faults = faults;
+        self.faults = (faults != Faults::default()).then(|| Box::new(faults));
         self
     }
 
     /// Sets the P_Key table.
     pub fn with_pkeys(mut self, pkeys: Vec<u16>) -> PortConfig {
-        self.pkeys = pkeys;
+        self.pkeys = Cow::Owned(pkeys);
         self
     }
 }
@@ -367,8 +373,9 @@ impl Counters {
 
 #[derive(Debug)]
 struct PortState {
+    /// The configuration, without its GID entries (they are in `table`).
     cfg: PortConfig,
-    table: Vec<Option<GidEntry>>,
+    table: Box<[Option<GidEntry>]>,
     active: bool,
     generation: u64,
     create_attempts: u64,
@@ -384,6 +391,29 @@ struct QpState {
     stamp: Option<[u8; 20]>,
 }
 
+/// A slot of the AH slab: the AH, if one lives there, and how many AHs it
+/// held before.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AhSlot {
+    generation: u32,
+    ah: Option<AhState>,
+}
+
+/// The number of the first QP.
+const FIRST_QPN: u32 = 0x100;
+
+/// The token of the AH in slot `slot` (0-based) at `generation`: the first
+/// AHs of a fabric are 1, 2, 3, …
+fn ah_token(slot: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | (u64::from(slot) + 1)
+}
+
+/// The slot and generation of an AH token, if it can be one.
+fn ah_slot(token: u64) -> Option<(usize, u32)> {
+    let slot = (token & 0xffff_ffff).checked_sub(1)?;
+    Some((slot as usize, (token >> 32) as u32))
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AhState {
     pub(crate) port: PortId,
@@ -395,13 +425,18 @@ pub(crate) struct AhState {
 pub(crate) struct State {
     devices: Vec<Vec<PortState>>,
     events: Vec<VecDeque<AsyncEvent>>,
-    qps: HashMap<u32, QpState>,
-    next_qpn: u32,
-    ahs: HashMap<u64, AhState>,
+    /// The QPs, QP number [`FIRST_QPN`] first (numbers are given in order
+    /// and never taken back).
+    qps: Vec<QpState>,
+    /// The AHs: a slab of slots, the token being the slot's generation and
+    /// number ([`ah_token`]), so that a destroyed AH's token stays stale
+    /// after its slot is reused.
+    ahs: Vec<AhSlot>,
+    /// Slots of destroyed AHs, reused last in, first out.
+    free_ahs: Vec<u32>,
     /// AHs alive per device (index: device number), kept with `ahs` so that
     /// a create's `max_live_ahs` check is O(1) at any AH count.
     live_ahs: Vec<usize>,
-    next_ah: u64,
     neighbours: HashMap<Gid, [u8; 6]>,
     rng: u64,
     /// Create latency owed and not slept yet, ns (negative: slept ahead).
@@ -427,6 +462,29 @@ impl State {
     fn port_mut(&mut self, id: PortId) -> Option<&mut PortState> {
         self.devices.get_mut(usize::from(id.device))?.get_mut(usize::from(id.port).checked_sub(1)?)
     }
+
+    fn qp(&self, qpn: Qpn) -> Option<&QpState> {
+        self.qps.get(qpn.0.checked_sub(FIRST_QPN)? as usize)
+    }
+
+    fn qp_mut(&mut self, qpn: Qpn) -> Option<&mut QpState> {
+        self.qps.get_mut(qpn.0.checked_sub(FIRST_QPN)? as usize)
+    }
+
+    /// The live AH of token `token`.
+    pub(crate) fn ah(&self, token: u64) -> Option<&AhState> {
+        let (slot, generation) = ah_slot(token)?;
+        let s = self.ahs.get(slot)?;
+        if s.generation == generation { s.ah.as_ref() } else { None }
+    }
+}
+
+/// Gives the memory of an emptied receive queue back: a fabric of a million
+/// peers holds a million queues, nearly all of them empty between messages.
+fn release_if_empty(rq: &mut VecDeque<Received>) {
+    if rq.is_empty() && rq.capacity() > 0 {
+        *rq = VecDeque::new();
+    }
 }
 
 /// The linux `rt_tos2priority` mapping of a TOS byte to a VLAN priority.
@@ -444,7 +502,7 @@ pub struct Fabric {
 impl Fabric {
     /// An empty fabric whose random choices come from `seed`.
     pub fn new(seed: u64) -> Fabric {
-        Fabric { state: Arc::new(Mutex::new(State { rng: seed, next_qpn: 0x100, next_ah: 1, ..State::default() })) }
+        Fabric { state: Arc::new(Mutex::new(State { rng: seed, ..State::default() })) }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -463,10 +521,10 @@ impl Fabric {
     }
 
     /// Adds a port to `device`.
-    pub fn add_port_to(&self, device: u16, cfg: PortConfig) -> PortId {
+    pub fn add_port_to(&self, device: u16, mut cfg: PortConfig) -> PortId {
         let mut s = self.lock();
-        let mut table = vec![None; cfg.gid_tbl_len as usize];
-        for (i, e) in &cfg.gids {
+        let mut table = vec![None; cfg.gid_tbl_len as usize].into_boxed_slice();
+        for (i, e) in &core::mem::take(&mut cfg.gids) {
             if let Some(slot) = table.get_mut(*i as usize) {
                 *slot = Some(*e);
             }
@@ -582,9 +640,8 @@ impl Fabric {
     pub fn create_qp_with_pkey(&self, port: PortId, qkey: u32, pkey_index: u16) -> Option<Qpn> {
         let mut s = self.lock();
         s.port(port)?.cfg.pkeys.get(usize::from(pkey_index))?;
-        let n = s.next_qpn;
-        s.next_qpn += 1;
-        s.qps.insert(n, QpState { port, qkey, pkey_index, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
+        let n = FIRST_QPN.checked_add(u32::try_from(s.qps.len()).ok()?)?;
+        s.qps.push(QpState { port, qkey, pkey_index, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
         Some(Qpn(n))
     }
 
@@ -592,7 +649,7 @@ impl Fabric {
     /// see `udah_core::wire::detect::stamp`), as a consumer does before
     /// posting its receives; `None` stops stamping.
     pub fn set_receive_stamp(&self, qpn: Qpn, stamp: Option<Stamp>) -> bool {
-        match self.lock().qps.get_mut(&qpn.0) {
+        match self.lock().qp_mut(qpn) {
             Some(q) => {
                 q.stamp = stamp.map(|s| *s.bytes());
                 true
@@ -603,20 +660,25 @@ impl Fabric {
 
     /// The port of a QP.
     pub fn qp_port(&self, qpn: Qpn) -> Option<PortId> {
-        self.lock().qps.get(&qpn.0).map(|q| q.port)
+        self.lock().qp(qpn).map(|q| q.port)
     }
 
     /// The next received message of `qpn`, if any.
     pub fn poll(&self, qpn: Qpn) -> Option<Received> {
-        self.lock().qps.get_mut(&qpn.0)?.rq.pop_front()
+        let mut s = self.lock();
+        let q = s.qp_mut(qpn)?;
+        let m = q.rq.pop_front();
+        release_if_empty(&mut q.rq);
+        m
     }
 
     /// Moves up to `max` received messages of `qpn` into `out`; returns how many.
     pub fn poll_batch(&self, qpn: Qpn, max: usize, out: &mut Vec<Received>) -> usize {
         let mut s = self.lock();
-        let Some(q) = s.qps.get_mut(&qpn.0) else { return 0 };
+        let Some(q) = s.qp_mut(qpn) else { return 0 };
         let n = max.min(q.rq.len());
         out.extend(q.rq.drain(..n));
+        release_if_empty(&mut q.rq);
         n
     }
 
@@ -627,19 +689,28 @@ impl Fabric {
 
     /// The attributes an AH was created with.
     pub fn ah_attr(&self, ah: MockAh) -> Option<AhAttr> {
-        self.lock().ahs.get(&ah.0).map(|a| a.attr)
+        self.lock().ah(ah.0).map(|a| a.attr)
     }
 
     pub(crate) fn insert_ah(&self, st: AhState) -> MockAh {
         let mut s = self.lock();
-        let id = s.next_ah;
-        s.next_ah += 1;
-        s.ahs.insert(id, st);
+        let token = match s.free_ahs.pop() {
+            Some(slot) => {
+                let a = &mut s.ahs[slot as usize];
+                a.ah = Some(st);
+                ah_token(slot, a.generation)
+            }
+            None => {
+                let slot = s.ahs.len() as u32;
+                s.ahs.push(AhSlot { generation: 0, ah: Some(st) });
+                ah_token(slot, 0)
+            }
+        };
         if let Some(n) = s.live_ahs.get_mut(usize::from(st.port.device)) {
             *n += 1;
         }
         s.counters.ah_creates += 1;
-        MockAh(id)
+        MockAh(token)
     }
 
     /// Sends `payload` from `src` through `ah` to QP `remote_qpn` with Q_Key
@@ -654,8 +725,8 @@ impl Fabric {
         payload: &[u8],
     ) -> Result<(), SendError> {
         let mut s = self.lock();
-        let src_port = s.qps.get(&src.0).ok_or(SendError::NoSuchQp(src))?.port;
-        let a = *s.ahs.get(&ah.0).ok_or(SendError::StaleAh(ah))?;
+        let src_port = s.qp(src).ok_or(SendError::NoSuchQp(src))?.port;
+        let a = *s.ah(ah.0).ok_or(SendError::StaleAh(ah))?;
         if a.port != src_port {
             return Err(SendError::WrongPort);
         }
@@ -714,7 +785,7 @@ fn plan(s: &State, src: Qpn, src_port: PortId, a: &AhState, remote_qpn: Qpn, rem
     if !sp.active {
         return Err(Drop::NoRoute);
     }
-    let q = s.qps.get(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    let q = s.qp(remote_qpn).ok_or(Drop::NoRoute)?;
     if q.qkey != remote_qkey {
         return Err(Drop::Qkey);
     }
@@ -722,7 +793,7 @@ fn plan(s: &State, src: Qpn, src_port: PortId, a: &AhState, remote_qpn: Qpn, rem
     if !dp.active || (dp.cfg.link_layer == LinkLayer::Ethernet) != (sp.cfg.link_layer == LinkLayer::Ethernet) {
         return Err(Drop::NoRoute);
     }
-    let src_pkey = s.qps.get(&src.0).and_then(|sq| sp.cfg.pkeys.get(usize::from(sq.pkey_index))).copied();
+    let src_pkey = s.qp(src).and_then(|sq| sp.cfg.pkeys.get(usize::from(sq.pkey_index))).copied();
     let dst_pkey = dp.cfg.pkeys.get(usize::from(q.pkey_index)).copied();
     match (src_pkey, dst_pkey) {
         (Some(x), Some(y)) if pkeys_match(x, y) => {}
@@ -898,7 +969,7 @@ fn route(
             wc.network_hdr_type = net as u8;
         }
     }
-    let q = s.qps.get_mut(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    let q = s.qp_mut(remote_qpn).ok_or(Drop::NoRoute)?;
     q.last_front.copy_from_slice(&area[..20]);
     q.rq.push_back(Received { wc, area, payload: payload.to_vec() });
     Ok(())
@@ -906,7 +977,7 @@ fn route(
 
 impl State {
     pub(crate) fn port_state(&self, id: PortId) -> Option<(LinkLayer, &[Option<GidEntry>], u64, Quirks)> {
-        self.port(id).map(|p| (p.cfg.link_layer, p.table.as_slice(), p.generation, p.cfg.quirks))
+        self.port(id).map(|p| (p.cfg.link_layer, &p.table[..], p.generation, p.cfg.quirks))
     }
 
     pub(crate) fn neighbour(&self, gid: &Gid) -> Option<[u8; 6]> {
@@ -919,7 +990,7 @@ impl State {
         let Some(p) = self.port_mut(id) else { return (Some(ErrorKind::NotFound), Duration::ZERO) };
         p.create_attempts += 1;
         let n = p.create_attempts;
-        let f = &p.cfg.faults;
+        let Some(f) = p.cfg.faults.as_deref() else { return (None, Duration::ZERO) };
         let fault = f
             .fail_nth
             .iter()
@@ -962,7 +1033,17 @@ impl State {
     }
 
     pub(crate) fn remove_ah(&mut self, id: u64) -> bool {
-        if let Some(a) = self.ahs.remove(&id) {
+        let live = ah_slot(id).and_then(|(slot, generation)| {
+            let s = self.ahs.get_mut(slot).filter(|s| s.generation == generation)?;
+            let a = s.ah.take()?;
+            // A slot whose generations are used up is never reused.
+            if let Some(g) = s.generation.checked_add(1) {
+                s.generation = g;
+                self.free_ahs.push(slot as u32);
+            }
+            Some(a)
+        });
+        if let Some(a) = live {
             if let Some(n) = self.live_ahs.get_mut(usize::from(a.port.device)) {
                 *n = n.saturating_sub(1);
             }

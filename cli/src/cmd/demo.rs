@@ -19,7 +19,7 @@ use udah_core::table::{AhCache, AhHandle, AhTable, Session, TableError};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
 use udah_hal_mock::scenario::{Family, Scenario};
-use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, PortId, Qpn, Quirks};
+use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, Qpn, Quirks};
 
 use udah_cli::alloc_count::thread_allocations;
 
@@ -33,6 +33,14 @@ const GID_SLOTS: usize = 256;
 
 /// Completions timed together (the timer costs more than one completion).
 const BATCH: usize = 64;
+
+/// The most completions the hot-path corpus keeps: the first ones in
+/// arrival order (every peer's first round up to 10⁶ peers), 80 MiB.
+const CORPUS_MAX: usize = 1 << 20;
+
+/// Peers that send a round of requests together in the end-to-end phase
+/// (their requests and replies are in the fabric's queues at once).
+const SEND_CHUNK: usize = 1 << 14;
 
 /// Leases of each worker's session: 256 sets of two, so that a few hundred
 /// hot peers rarely compete for a lease (more peers than that thrash them:
@@ -218,9 +226,29 @@ pub(crate) struct Summary {
 /// A completion as the responder got it.
 #[derive(Debug, Clone, Copy)]
 struct Completion {
-    port: PortId,
     wc: MockWc,
     area: Area,
+}
+
+/// The hot-path corpus: the completions of each port in arrival order, as
+/// its CQ gave them (at most [`CORPUS_MAX`] in all).
+#[derive(Debug, Default)]
+struct Corpus {
+    /// The InfiniBand port's.
+    ib: Vec<Completion>,
+    /// The RoCE port's.
+    roce: Vec<Completion>,
+}
+
+impl Corpus {
+    fn len(&self) -> usize {
+        self.ib.len() + self.roce.len()
+    }
+
+    /// The completions of the RoCE port (`true`) or of the IB port.
+    fn stream(&self, roce: bool) -> &[Completion] {
+        if roce { &self.roce } else { &self.ib }
+    }
 }
 
 /// The core pipeline of one port, over a worker's cache.
@@ -269,21 +297,16 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
         }
     }
 
-    fn port(&mut self, c: &Completion) -> &mut PortPipeline<C> {
-        if c.port.port == 1 { &mut self.ib } else { &mut self.roce }
+    /// The pipeline of the RoCE port (`true`) or of the IB port.
+    fn port(&mut self, roce: bool) -> &mut PortPipeline<C> {
+        if roce { &mut self.roce } else { &mut self.ib }
     }
 
     /// The hot path: completion → AH handle (evidence, profile, GID look-up,
     /// AH-table probe), through the core pipeline of the completion's port.
     #[inline]
-    fn resolve(&mut self, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
-        self.port(c).resolve(&c.wc, &c.area)
-    }
-
-    /// Gives `h` back (to the session's lease, or to the table).
-    #[inline]
-    fn release(&mut self, c: &Completion, h: AhHandle<MockAh>) {
-        let _ = self.port(c).release(h);
+    fn resolve(&mut self, roce: bool, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
+        self.port(roce).resolve(&c.wc, &c.area)
     }
 
     /// A polled batch: `batch` (completions of one port, in arrival order)
@@ -291,9 +314,8 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
     /// slots prefetched, once the table is past the cache), each handle
     /// released; returns how many were refused.
     #[inline]
-    fn resolve_batch(&mut self, batch: &[Completion], out: &mut [Option<Outcome>; BATCH]) -> u64 {
-        let Some(first) = batch.first() else { return 0 };
-        let port = self.port(first);
+    fn resolve_batch(&mut self, roce: bool, batch: &[Completion], out: &mut [Option<Outcome>; BATCH]) -> u64 {
+        let port = self.port(roce);
         let n = port.resolve_batch(batch.iter().map(|c| (&c.wc, &c.area)), &mut out[..]);
         let mut refused = 0u64;
         for o in out.iter_mut().take(n) {
@@ -312,42 +334,52 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
 /// What the hot path makes of one completion.
 type Outcome = Result<AhHandle<MockAh>, Refusal>;
 
-/// The length of the run of completions of `corpus[i]`'s port from `i`
-/// on, at most `max` (a CQ holds one port's completions).
-fn same_port_run(corpus: &[Completion], i: usize, max: usize) -> usize {
-    let end = corpus.len().min(i.saturating_add(max));
-    let Some(port) = corpus.get(i).map(|c| c.port) else { return 0 };
-    corpus[i..end].iter().take_while(|c| c.port == port).count()
+/// The most batches [`work`] times for `per_thread` completions of
+/// `corpus`: full ones, and a short one where a port's stream wraps and at
+/// the end.
+fn max_batches(corpus: &Corpus, per_thread: u64) -> usize {
+    let wraps = |len: usize| if len == 0 { 0 } else { per_thread / len as u64 + 1 };
+    (per_thread.div_ceil(BATCH as u64) + wraps(corpus.ib.len()) + wraps(corpus.roce.len()) + 1) as usize
 }
 
-/// Resolves `per_thread` completions of `corpus` from index `i` on, in
-/// polled batches of up to [`BATCH`] completions of one port, each timed,
-/// pushing the ns per completion of each batch to `ns` (allocated by the
-/// caller: nothing here allocates); returns how many were refused.
+/// Resolves `per_thread` completions of `corpus`, polling the two ports'
+/// streams in turn (each from its index in `start` on, wrapping, the one
+/// behind in its share next, so that each port gets its part of the
+/// completions) in batches of up to [`BATCH`], each timed, pushing the ns
+/// per completion of each batch to `ns` (allocated for [`max_batches`] by
+/// the caller: nothing here allocates); returns how many were refused.
 fn work<C: AhCache<Backend = MockHal>>(
     ports: &mut Ports<C>,
-    corpus: &[Completion],
-    mut i: usize,
+    corpus: &Corpus,
+    mut at: [usize; 2],
     per_thread: u64,
     progress: &AtomicU64,
     ns: &mut Vec<f64>,
 ) -> u64 {
     let mut refused = 0u64;
     let mut done = 0u64;
+    let mut taken = [0u64; 2];
+    let lens = [corpus.ib.len() as u128, corpus.roce.len() as u128];
     let mut out: [Option<Outcome>; BATCH] = core::array::from_fn(|_| None);
     while done < per_thread {
-        if i >= corpus.len() {
-            i = 0;
-        }
-        let want = (per_thread - done).min(BATCH as u64) as usize;
-        let n = same_port_run(corpus, i, want);
-        if n == 0 {
+        // The IB stream when it is behind its share (taken / length) or
+        // the RoCE stream is empty.
+        let roce = lens[0] == 0 || (lens[1] != 0 && u128::from(taken[0]) * lens[1] > u128::from(taken[1]) * lens[0]);
+        let s = usize::from(roce);
+        let stream = corpus.stream(roce);
+        if stream.is_empty() {
             break;
         }
+        if at[s] >= stream.len() {
+            at[s] = 0;
+        }
+        let want = (per_thread - done).min(BATCH as u64) as usize;
+        let n = want.min(stream.len() - at[s]);
         let t0 = Instant::now();
-        refused += ports.resolve_batch(&corpus[i..i + n], &mut out);
+        refused += ports.resolve_batch(roce, &stream[at[s]..at[s] + n], &mut out);
         ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
-        i += n;
+        at[s] += n;
+        taken[s] += n as u64;
         done += n as u64;
         progress.fetch_add(n as u64, Ordering::Relaxed);
     }
@@ -684,27 +716,41 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let gids = (&*ib, &*roce);
     let mut shared = Ports::new(table.shared(&hal), table.shared(&hal), gids, config(args));
 
-    // Phase 1: end to end through the fabric.
-    let sent = sc.send_requests(ib_qp, roce_qp, args.rounds);
-    let mut corpus = Vec::with_capacity(sent);
-    let mut answered = 0usize;
+    // Phase 1: end to end through the fabric, round after round, a slice
+    // of the peers at a time.
+    let (mut sent, mut answered, mut replies, mut misdelivered) = (0usize, 0usize, 0usize, 0usize);
+    let ib_peers = udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers);
+    let mut corpus = Corpus {
+        ib: Vec::with_capacity(ib_peers.saturating_mul(args.rounds).min(CORPUS_MAX)),
+        roce: Vec::with_capacity((args.peers - ib_peers).saturating_mul(args.rounds).min(CORPUS_MAX)),
+    };
     let mut refused: std::collections::BTreeMap<String, usize> = Default::default();
-    for (qp, port) in [(ib_qp, sc.ib_port), (roce_qp, sc.roce_port)] {
-        while let Some(m) = sc.fabric.poll(qp) {
-            let c = Completion { port, wc: m.wc, area: m.area };
-            corpus.push(c);
-            match shared.resolve(&c) {
-                Ok(h) => {
-                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
-                        answered += 1;
+    for round in 0..args.rounds {
+        for first in (0..args.peers).step_by(SEND_CHUNK) {
+            let peers = first..first.saturating_add(SEND_CHUNK);
+            sent += sc.send_round(ib_qp, roce_qp, round, peers.clone());
+            for (qp, roce) in [(ib_qp, false), (roce_qp, true)] {
+                while let Some(m) = sc.fabric.poll(qp) {
+                    let c = Completion { wc: m.wc, area: m.area };
+                    if corpus.len() < CORPUS_MAX {
+                        if roce { corpus.roce.push(c) } else { corpus.ib.push(c) }
                     }
-                    shared.port(&c).release(h).map_err(DemoError::Release)?;
+                    match shared.resolve(roce, &c) {
+                        Ok(h) => {
+                            if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
+                                answered += 1;
+                            }
+                            shared.port(roce).release(h).map_err(DemoError::Release)?;
+                        }
+                        Err(r) => *refused.entry(reason(&r)).or_default() += 1,
+                    }
                 }
-                Err(r) => *refused.entry(reason(&r)).or_default() += 1,
             }
+            let (got, wrong) = sc.collect_replies_of(peers);
+            replies += got;
+            misdelivered += wrong;
         }
     }
-    let (replies, misdelivered) = sc.collect_replies();
     let fc = sc.fabric.counters();
     let e2e_dropped =
         fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid + fc.dropped_pkey;
@@ -713,12 +759,14 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     // with a warm table, in arrival order (each port's completions one
     // after the other in memory, as a responder reads its CQ: only the
     // table is read at random).
-    if corpus.is_empty() {
+    if corpus.len() == 0 {
         return Err(DemoError::NoCompletions);
     }
-    for c in &corpus {
-        if let Ok(h) = shared.resolve(c) {
-            shared.release(c, h);
+    for roce in [false, true] {
+        for c in corpus.stream(roce) {
+            if let Ok(h) = shared.resolve(roce, c) {
+                let _ = shared.port(roce).release(h);
+            }
         }
     }
     let progress = AtomicU64::new(0);
@@ -758,8 +806,8 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
             .map(|t| {
                 let (corpus, progress, hal) = (&corpus, &progress, &hal);
                 s.spawn(move || {
-                    let i = (t * corpus.len()) / args.threads;
-                    let mut ns = Vec::with_capacity((per_thread as usize).div_ceil(BATCH));
+                    let at = [corpus.ib.len(), corpus.roce.len()].map(|len| t * len / args.threads);
+                    let mut ns = Vec::with_capacity(max_batches(corpus, per_thread));
                     // The pipelines (and sessions) are made before the
                     // allocation count starts (they are boxed: the GID
                     // snapshots, 10 KiB of leases each), and dropped after it.
@@ -768,13 +816,13 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
                             let session = || Session::<_, N, SESSION_LEASES>::new(table, hal);
                             let mut ports = Ports::new(session(), session(), gids, config(args));
                             let before = thread_allocations();
-                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            let refused = work(&mut ports, corpus, at, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
                         }
                         TablePathArg::Shared => {
                             let mut ports = Ports::new(table.shared(hal), table.shared(hal), gids, config(args));
                             let before = thread_allocations();
-                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            let refused = work(&mut ports, corpus, at, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
                         }
                     };
