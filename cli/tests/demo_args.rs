@@ -98,14 +98,31 @@ fn readme_lists_every_demo_flag() {
 }
 
 #[test]
-fn the_default_create_latency_scales_with_the_peers() {
-    // Without --create-latency-us: 20 µs up to 10⁵ peers, then 2 s of creates in all.
-    let o = demo(&["--peers", "200000", "--rounds", "1", "--messages", "1000", "--json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
-    assert_eq!(v["create_latency_us"].as_u64(), Some(10), "{v}");
-    assert_eq!(v["create_latency_default"].as_bool(), Some(true), "{v}");
-    assert!(v["max_rss_bytes"].as_u64().is_some_and(|b| b > 0), "{v}");
+fn the_defaults_run_for_peer_counts_across_the_table_sizes() {
+    // Without --create-latency-us every peer count runs: 20 µs a create up
+    // to 10⁵ peers (the latency for more is a unit test of the demo). 1, 64,
+    // and the first counts of the 2¹⁴- and 2¹⁶-slot tables.
+    for (peers, slots) in [(1u64, 1u64 << 12), (64, 1 << 12), (3_073, 1 << 14), (12_289, 1 << 16)] {
+        let p = peers.to_string();
+        let o = demo(&["--peers", &p, "--rounds", "2", "--messages", "5000", "--json"]);
+        assert!(o.status.success(), "{peers}: {}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+        assert_eq!(v["create_latency_us"].as_u64(), Some(20), "{v}");
+        assert_eq!(v["create_latency_default"].as_bool(), Some(true), "{v}");
+        assert_eq!(v["table_capacity"].as_u64(), Some(slots), "{v}");
+        assert_eq!(v["creates"].as_u64(), Some(peers), "{v}");
+        assert_eq!(v["e2e_requests"].as_u64(), Some(2 * peers), "{v}");
+        // Every peer's completions are in the corpus, and the hot path
+        // resolved what was asked without allocating.
+        assert_eq!(v["corpus"].as_u64(), Some(2 * peers), "{v}");
+        assert_eq!(v["messages"].as_u64(), Some(5000), "{v}");
+        assert_eq!(v["hot_path_allocations"].as_u64(), Some(0), "{v}");
+        assert!(v["max_rss_bytes"].as_u64().is_some_and(|b| b > 0), "{v}");
+    }
+}
+
+#[test]
+fn the_create_latency_is_printed() {
     let o = demo(&["--peers", "64", "--messages", "1000"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);

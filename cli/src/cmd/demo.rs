@@ -342,6 +342,13 @@ fn max_batches(corpus: &Corpus, per_thread: u64) -> usize {
     (per_thread.div_ceil(BATCH as u64) + wraps(corpus.ib.len()) + wraps(corpus.roce.len()) + 1) as usize
 }
 
+/// Whether [`work`] polls the RoCE stream next, having taken `taken`
+/// completions of the streams of lengths `lens` (IB, RoCE): the IB stream
+/// when it is behind its share (taken / length) or the RoCE one is empty.
+fn roce_next(taken: [u64; 2], lens: [u128; 2]) -> bool {
+    lens[0] == 0 || (lens[1] != 0 && u128::from(taken[0]) * lens[1] > u128::from(taken[1]) * lens[0])
+}
+
 /// Resolves `per_thread` completions of `corpus`, polling the two ports'
 /// streams in turn (each from its index in `start` on, wrapping, the one
 /// behind in its share next, so that each port gets its part of the
@@ -362,9 +369,7 @@ fn work<C: AhCache<Backend = MockHal>>(
     let lens = [corpus.ib.len() as u128, corpus.roce.len() as u128];
     let mut out: [Option<Outcome>; BATCH] = core::array::from_fn(|_| None);
     while done < per_thread {
-        // The IB stream when it is behind its share (taken / length) or
-        // the RoCE stream is empty.
-        let roce = lens[0] == 0 || (lens[1] != 0 && u128::from(taken[0]) * lens[1] > u128::from(taken[1]) * lens[0]);
+        let roce = roce_next(taken, lens);
         let s = usize::from(roce);
         let stream = corpus.stream(roce);
         if stream.is_empty() {
@@ -959,5 +964,52 @@ fn print_summary(s: &Summary) {
             "note: libibverbs ignores VLANs and answers VLAN peers from the untagged duplicate of the \
              address (SEMANTICS Q11), so the fabric drops those replies; --profile kernel matches the VLAN."
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_create_latency_keeps_the_creates_within_their_budget() {
+        for (peers, us) in [(1, 20), (64, 20), (100_000, 20), (100_001, 19), (200_000, 10), (1_000_000, 2)] {
+            assert_eq!(default_create_latency_us(peers), us, "{peers}");
+        }
+        for peers in [1, 1_000, 100_000, 333_333, 1_000_000] {
+            let us = default_create_latency_us(peers);
+            assert!(peers as u64 * us <= DEFAULT_CREATES_US, "{peers}");
+            assert!(peers as u64 * us <= MAX_CREATES_US, "{peers}");
+        }
+    }
+
+    #[test]
+    fn the_timings_have_room_for_every_batch() {
+        let c = Completion { wc: MockWc::default(), area: [0; 40] };
+        for (ib, roce, per_thread) in [(1, 1, 1), (176, 336, 4_000_000), (0, 5, 1_000), (65, 0, 130), (3, 7, 64)] {
+            let corpus = Corpus { ib: vec![c; ib], roce: vec![c; roce] };
+            // The batches `work` times: its stream choice and wraps, counted.
+            let (mut at, mut taken, mut done, mut batches) = ([0usize; 2], [0u64; 2], 0u64, 0usize);
+            let lens = [ib as u128, roce as u128];
+            while done < per_thread {
+                let roce = roce_next(taken, lens);
+                let s = usize::from(roce);
+                let len = corpus.stream(roce).len();
+                if at[s] >= len {
+                    at[s] = 0;
+                }
+                let n = ((per_thread - done).min(BATCH as u64) as usize).min(len - at[s]);
+                at[s] += n;
+                taken[s] += n as u64;
+                done += n as u64;
+                batches += 1;
+            }
+            assert!(batches <= max_batches(&corpus, per_thread), "{ib} {roce} {per_thread}: {batches}");
+            // Each port got its share of the completions, give or take a batch.
+            if ib > 0 && roce > 0 {
+                let share = per_thread as f64 * ib as f64 / (ib + roce) as f64;
+                assert!((taken[0] as f64 - share).abs() <= BATCH as f64, "{ib} {roce} {per_thread}: {taken:?}");
+            }
+        }
     }
 }
