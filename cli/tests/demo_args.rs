@@ -75,6 +75,8 @@ fn the_bounds_themselves_run() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
     assert_eq!(v["threads"].as_u64(), Some(256), "{v}");
+    // 8 peers cannot give 256 workers a peer each: all share the corpus.
+    assert_eq!(v["steered"].as_bool(), Some(false), "{v}");
     assert!(v["messages"].as_u64().is_some_and(|m| m >= 1), "{v}");
     // mlx5 evidence adds the mlx5 bits to the default (realistic) quirks.
     let o = demo(&["--evidence", "mlx5", "--messages", "1000", "--json", "--create-latency-us", "0"]);

@@ -119,7 +119,9 @@ pub(crate) struct Args {
     /// NIC quirks.
     #[arg(long, value_enum, default_value_t = QuirksArg::Realistic)]
     pub(crate) quirks: QuirksArg,
-    /// Worker threads on the hot path (sharing one AH table; 1 to 256).
+    /// Worker threads on the hot path (sharing one AH table; each polls the
+    /// completions of its own peers, steered by sender, unless some worker
+    /// would have none; 1 to 256).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// How the workers use the AH table.
@@ -163,6 +165,9 @@ pub(crate) struct Summary {
     pub(crate) threads: usize,
     /// How the workers used the AH table.
     pub(crate) table_path: TablePathArg,
+    /// Whether each worker polled the completions of its own peers
+    /// (steered by sender); otherwise all of them, from its own offset.
+    pub(crate) steered: bool,
     /// The AH table's hash seed ([`table_seed`] of `--seed`).
     pub(crate) table_seed: u64,
     /// The AH table's capacity, slots.
@@ -333,6 +338,39 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
 
 /// What the hot path makes of one completion.
 type Outcome = Result<AhHandle<MockAh>, Refusal>;
+
+/// How the workers share the corpus ([`steer`]).
+enum Steered {
+    /// Each worker its own part: the completions of its peers.
+    PerWorker(Vec<Corpus>),
+    /// All of it for every worker (each starting at its own offset).
+    Shared(Corpus),
+}
+
+/// The part of the worker of `threads` that polls the completions of the
+/// sender of `wc` (a hash of its QP number), as a NIC's receive-side
+/// scaling steers each flow to one queue.
+fn worker_of(wc: &MockWc, threads: usize) -> usize {
+    ((u64::from(wc.ibv.src_qp).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % threads.max(1) as u64) as usize
+}
+
+/// Splits the corpus between `threads` workers by sender ([`worker_of`]),
+/// each part in arrival order, so that a peer's completions and its AH's
+/// slot are one worker's; the whole corpus for each when one worker would
+/// have nothing (fewer peers than workers).
+fn steer(corpus: Corpus, threads: usize) -> Steered {
+    if threads <= 1 {
+        return Steered::Shared(corpus);
+    }
+    let mut parts: Vec<Corpus> = (0..threads).map(|_| Corpus::default()).collect();
+    for (roce, stream) in [(false, &corpus.ib), (true, &corpus.roce)] {
+        for c in stream {
+            let part = &mut parts[worker_of(&c.wc, threads)];
+            if roce { part.roce.push(*c) } else { part.ib.push(*c) }
+        }
+    }
+    if parts.iter().any(|p| p.len() == 0) { Steered::Shared(corpus) } else { Steered::PerWorker(parts) }
+}
 
 /// The most batches [`work`] times for `per_thread` completions of
 /// `corpus`: full ones, and a short one where a port's stream wraps and at
@@ -806,6 +844,8 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
             }
         }
     }
+    let corpus_len = corpus.len();
+    let parts = steer(corpus, args.threads);
     let progress = AtomicU64::new(0);
     let per_thread = args.messages.div_ceil(args.threads as u64);
     let show = !args.no_progress && !args.json;
@@ -841,9 +881,12 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         });
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
-                let (corpus, progress, hal) = (&corpus, &progress, &hal);
+                let (progress, hal) = (&progress, &hal);
+                let (corpus, at) = match &parts {
+                    Steered::PerWorker(parts) => (&parts[t], [0, 0]),
+                    Steered::Shared(c) => (c, [c.ib.len(), c.roce.len()].map(|len| t * len / args.threads)),
+                };
                 s.spawn(move || {
-                    let at = [corpus.ib.len(), corpus.roce.len()].map(|len| t * len / args.threads);
                     let mut ns = Vec::with_capacity(max_batches(corpus, per_thread));
                     // The pipelines (and sessions) are made before the
                     // allocation count starts (they are boxed: the GID
@@ -888,6 +931,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         families: args.mix.iter().map(|f| f.name().to_string()).collect(),
         threads: args.threads,
         table_path: args.table_path,
+        steered: matches!(parts, Steered::PerWorker(_)),
         table_seed,
         table_capacity: table.capacity(),
         table_entries: st.entries,
@@ -899,7 +943,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         e2e_misdelivered: misdelivered,
         e2e_refused,
         e2e_dropped,
-        corpus: corpus.len(),
+        corpus: corpus_len,
         messages,
         refused: results.iter().map(|r| r.1).sum(),
         seconds,
@@ -948,7 +992,10 @@ fn print_summary(s: &Summary) {
         ),
         ("hot path: distinct completions", s.corpus.to_string()),
         ("hot path: completions resolved", format!("{} ({} refused)", s.messages, s.refused)),
-        ("hot path: threads", s.threads.to_string()),
+        (
+            "hot path: threads",
+            format!("{}{}", s.threads, if s.steered { " (each polls its own peers' completions)" } else { "" }),
+        ),
         ("hot path: AH table path", format!("{:?}", s.table_path).to_lowercase()),
         ("hot path: completions / s", format!("{:.2} M", s.completions_per_sec / 1e6)),
         ("hot path: ns / completion p50", format!("{:.1}", s.ns_p50)),
