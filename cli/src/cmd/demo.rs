@@ -35,7 +35,7 @@ const GID_SLOTS: usize = 256;
 const BATCH: usize = 64;
 
 /// The most completions the hot-path corpus keeps: the first ones in
-/// arrival order (every peer's first round up to 10⁶ peers), 80 MiB.
+/// arrival order (every peer's first round up to 10⁶ peers), 76 MiB (76 B each).
 const CORPUS_MAX: usize = 1 << 20;
 
 /// Peers that send a round of requests together in the end-to-end phase
@@ -1060,6 +1060,11 @@ mod tests {
             assert!(peers as u64 * us <= DEFAULT_CREATES_US, "{peers}");
             assert!(peers as u64 * us <= MAX_CREATES_US, "{peers}");
         }
+    }
+
+    #[test]
+    fn a_completion_of_the_corpus_is_76_bytes() {
+        assert_eq!(core::mem::size_of::<Completion>(), 76);
     }
 
     #[test]
