@@ -51,6 +51,8 @@ fn two_threads_share_the_table() {
     for path in ["session", "shared"] {
         let v = demo(&["--threads", "2", "--mix", "rocev2-ipv4,rocev2-ipv6", "--peers", "32", "--table-path", path]);
         assert_eq!(v["table_path"], path);
+        // Each worker polls its own peers' completions.
+        assert_eq!(v["steered"], true, "{v}");
         assert_eq!(n(&v, "messages"), 20000);
         assert_eq!(n(&v, "hot_path_allocations"), 0);
         assert_eq!(n(&v, "e2e_misdelivered"), 0);

@@ -55,8 +55,8 @@ fn create_latency_is_bounded() {
 fn peers_and_rounds_are_bounded() {
     refused(&["--peers", "0"], "--peers 0 is outside 1..=1000000");
     refused(&["--peers", "1000001", "--create-latency-us", "0"], "--peers 1000001 is outside 1..=1000000");
-    // The default 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
-    refused(&["--peers", "1000000"], "at most 10 µs for 1000000 peers");
+    // 20 µs per create is 20 s for 10⁶ peers: the message says what fits.
+    refused(&["--peers", "1000000", "--create-latency-us", "20"], "at most 10 µs for 1000000 peers");
     // 10⁶ InfiniBand peers, more than one subnet has distinct addresses for.
     refused(&["--peers", "1000000", "--create-latency-us", "0", "--mix", "ib,ib-grh"], "InfiniBand peers");
     refused(&["--rounds", "0"], "--rounds 0 is outside 1..=1024");
@@ -75,6 +75,8 @@ fn the_bounds_themselves_run() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
     assert_eq!(v["threads"].as_u64(), Some(256), "{v}");
+    // 8 peers cannot give 256 workers a peer each: all share the corpus.
+    assert_eq!(v["steered"].as_bool(), Some(false), "{v}");
     assert!(v["messages"].as_u64().is_some_and(|m| m >= 1), "{v}");
     // mlx5 evidence adds the mlx5 bits to the default (realistic) quirks.
     let o = demo(&["--evidence", "mlx5", "--messages", "1000", "--json", "--create-latency-us", "0"]);
@@ -95,4 +97,42 @@ fn readme_lists_every_demo_flag() {
     for f in flags {
         assert!(readme.contains(&format!("`{f}")), "README.md's demo flag list lacks `{f}`");
     }
+}
+
+#[test]
+fn the_defaults_run_for_peer_counts_across_the_table_sizes() {
+    // Without --create-latency-us every peer count runs: 20 µs a create up
+    // to 10⁵ peers (the latency for more is a unit test of the demo). 1, 64,
+    // and the first counts of the 2¹⁴- and 2¹⁶-slot tables.
+    for (peers, slots) in [(1u64, 1u64 << 12), (64, 1 << 12), (3_073, 1 << 14), (12_289, 1 << 16)] {
+        let p = peers.to_string();
+        let o = demo(&["--peers", &p, "--rounds", "2", "--messages", "5000", "--json"]);
+        assert!(o.status.success(), "{peers}: {}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+        assert_eq!(v["create_latency_us"].as_u64(), Some(20), "{v}");
+        assert_eq!(v["create_latency_default"].as_bool(), Some(true), "{v}");
+        assert_eq!(v["table_capacity"].as_u64(), Some(slots), "{v}");
+        assert_eq!(v["creates"].as_u64(), Some(peers), "{v}");
+        assert_eq!(v["e2e_requests"].as_u64(), Some(2 * peers), "{v}");
+        // Every peer's completions are in the corpus, and the hot path
+        // resolved what was asked without allocating.
+        assert_eq!(v["corpus"].as_u64(), Some(2 * peers), "{v}");
+        assert_eq!(v["messages"].as_u64(), Some(5000), "{v}");
+        assert_eq!(v["hot_path_allocations"].as_u64(), Some(0), "{v}");
+        assert!(v["max_rss_bytes"].as_u64().is_some_and(|b| b > 0), "{v}");
+    }
+}
+
+#[test]
+fn the_create_latency_is_printed() {
+    let o = demo(&["--peers", "64", "--messages", "1000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("20 µs (default for 64 peers"), "{text}");
+    assert!(text.contains("maximum resident set"), "{text}");
+    // Given, it is used as is and said so.
+    let o = demo(&["--peers", "64", "--messages", "1000", "--create-latency-us", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+    assert_eq!(v["create_latency_us"].as_u64(), Some(3), "{v}");
+    assert_eq!(v["create_latency_default"].as_bool(), Some(false), "{v}");
 }

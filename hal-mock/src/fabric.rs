@@ -1,6 +1,7 @@
 //! The simulated fabric: devices, ports, GID tables, neighbours, UD QPs, AHs.
 
 use core::time::Duration;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -101,9 +102,16 @@ pub struct Faults {
     /// Every k-th create attempt fails with this kind.
     pub fail_every: Option<(u64, ErrorKind)>,
     /// How long a create takes (slept outside the fabric lock): microseconds
-    /// for RoCE on real NICs, nothing for IB.
+    /// for RoCE on real NICs, nothing for IB. A latency below
+    /// [`SLEEP_QUANTUM`] is owed and slept once a quantum is due (a sleep
+    /// costs tens of µs more than asked), so that many short creates take
+    /// their total time, not their count of sleeps.
     pub create_latency: Duration,
 }
+
+/// The shortest sleep of the create cost model: shorter latencies add up
+/// until this much is owed (see [`Faults::create_latency`]).
+pub const SLEEP_QUANTUM: Duration = Duration::from_millis(1);
 
 /// Configuration of one port.
 #[derive(Debug, Clone)]
@@ -114,10 +122,15 @@ pub struct PortConfig {
     mac: [u8; 6],
     gid_tbl_len: u32,
     gids: Vec<(u32, GidEntry)>,
-    pkeys: Vec<u16>,
+    pkeys: Cow<'static, [u16]>,
     quirks: Quirks,
-    faults: Faults,
+    /// `None`: no fault and no create cost (a port of a peer, most of them
+    /// at scale, holds one pointer instead of a [`Faults`]).
+    faults: Option<Box<Faults>>,
 }
+
+/// The P_Key table of a port unless set: the default full-member P_Key.
+const DEFAULT_PKEYS: &[u16] = &[0xffff];
 
 impl PortConfig {
     /// An InfiniBand port with base LID `lid`; GID 0 is `fe80::<guid>`.
@@ -133,9 +146,9 @@ impl PortConfig {
             mac: [0; 6],
             gid_tbl_len: 16,
             gids: vec![(0, GidEntry::new(Gid(g), GidType::Ib))],
-            pkeys: vec![0xffff],
+            pkeys: Cow::Borrowed(DEFAULT_PKEYS),
             quirks: Quirks::default(),
-            faults: Faults::default(),
+            faults: None,
         }
     }
 
@@ -150,9 +163,9 @@ impl PortConfig {
             mac,
             gid_tbl_len: 16,
             gids: vec![(0, GidEntry::new(ll, GidType::RoceV1)), (1, GidEntry::new(ll, GidType::RoceV2))],
-            pkeys: vec![0xffff],
+            pkeys: Cow::Borrowed(DEFAULT_PKEYS),
             quirks: Quirks::default(),
-            faults: Faults::default(),
+            faults: None,
         }
     }
 
@@ -217,13 +230,13 @@ impl PortConfig {
 
     /// Sets fault injection and the create cost model.
     pub fn with_faults(mut self, faults: Faults) -> PortConfig {
-        self.faults = faults;
+        self.faults = (faults != Faults::default()).then(|| Box::new(faults));
         self
     }
 
     /// Sets the P_Key table.
     pub fn with_pkeys(mut self, pkeys: Vec<u16>) -> PortConfig {
-        self.pkeys = pkeys;
+        self.pkeys = Cow::Owned(pkeys);
         self
     }
 }
@@ -360,8 +373,9 @@ impl Counters {
 
 #[derive(Debug)]
 struct PortState {
+    /// The configuration, without its GID entries (they are in `table`).
     cfg: PortConfig,
-    table: Vec<Option<GidEntry>>,
+    table: Box<[Option<GidEntry>]>,
     active: bool,
     generation: u64,
     create_attempts: u64,
@@ -377,6 +391,29 @@ struct QpState {
     stamp: Option<[u8; 20]>,
 }
 
+/// A slot of the AH slab: the AH, if one lives there, and how many AHs it
+/// held before.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AhSlot {
+    generation: u32,
+    ah: Option<AhState>,
+}
+
+/// The number of the first QP.
+const FIRST_QPN: u32 = 0x100;
+
+/// The token of the AH in slot `slot` (0-based) at `generation`: the first
+/// AHs of a fabric are 1, 2, 3, …
+fn ah_token(slot: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | (u64::from(slot) + 1)
+}
+
+/// The slot and generation of an AH token, if it can be one.
+fn ah_slot(token: u64) -> Option<(usize, u32)> {
+    let slot = (token & 0xffff_ffff).checked_sub(1)?;
+    Some((slot as usize, (token >> 32) as u32))
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AhState {
     pub(crate) port: PortId,
@@ -388,15 +425,22 @@ pub(crate) struct AhState {
 pub(crate) struct State {
     devices: Vec<Vec<PortState>>,
     events: Vec<VecDeque<AsyncEvent>>,
-    qps: HashMap<u32, QpState>,
-    next_qpn: u32,
-    ahs: HashMap<u64, AhState>,
+    /// The QPs, QP number [`FIRST_QPN`] first (numbers are given in order
+    /// and never taken back).
+    qps: Vec<QpState>,
+    /// The AHs: a slab of slots, the token being the slot's generation and
+    /// number ([`ah_token`]), so that a destroyed AH's token stays stale
+    /// after its slot is reused.
+    ahs: Vec<AhSlot>,
+    /// Slots of destroyed AHs, reused last in, first out.
+    free_ahs: Vec<u32>,
     /// AHs alive per device (index: device number), kept with `ahs` so that
     /// a create's `max_live_ahs` check is O(1) at any AH count.
     live_ahs: Vec<usize>,
-    next_ah: u64,
     neighbours: HashMap<Gid, [u8; 6]>,
     rng: u64,
+    /// Create latency owed and not slept yet, ns (negative: slept ahead).
+    create_debt_ns: i64,
     counters: Counters,
     ident: u16,
 }
@@ -418,6 +462,29 @@ impl State {
     fn port_mut(&mut self, id: PortId) -> Option<&mut PortState> {
         self.devices.get_mut(usize::from(id.device))?.get_mut(usize::from(id.port).checked_sub(1)?)
     }
+
+    fn qp(&self, qpn: Qpn) -> Option<&QpState> {
+        self.qps.get(qpn.0.checked_sub(FIRST_QPN)? as usize)
+    }
+
+    fn qp_mut(&mut self, qpn: Qpn) -> Option<&mut QpState> {
+        self.qps.get_mut(qpn.0.checked_sub(FIRST_QPN)? as usize)
+    }
+
+    /// The live AH of token `token`.
+    pub(crate) fn ah(&self, token: u64) -> Option<&AhState> {
+        let (slot, generation) = ah_slot(token)?;
+        let s = self.ahs.get(slot)?;
+        if s.generation == generation { s.ah.as_ref() } else { None }
+    }
+}
+
+/// Gives the memory of an emptied receive queue back: a fabric of a million
+/// peers holds a million queues, nearly all of them empty between messages.
+fn release_if_empty(rq: &mut VecDeque<Received>) {
+    if rq.is_empty() && rq.capacity() > 0 {
+        *rq = VecDeque::new();
+    }
 }
 
 /// The linux `rt_tos2priority` mapping of a TOS byte to a VLAN priority.
@@ -435,7 +502,7 @@ pub struct Fabric {
 impl Fabric {
     /// An empty fabric whose random choices come from `seed`.
     pub fn new(seed: u64) -> Fabric {
-        Fabric { state: Arc::new(Mutex::new(State { rng: seed, next_qpn: 0x100, next_ah: 1, ..State::default() })) }
+        Fabric { state: Arc::new(Mutex::new(State { rng: seed, ..State::default() })) }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -454,10 +521,10 @@ impl Fabric {
     }
 
     /// Adds a port to `device`.
-    pub fn add_port_to(&self, device: u16, cfg: PortConfig) -> PortId {
+    pub fn add_port_to(&self, device: u16, mut cfg: PortConfig) -> PortId {
         let mut s = self.lock();
-        let mut table = vec![None; cfg.gid_tbl_len as usize];
-        for (i, e) in &cfg.gids {
+        let mut table = vec![None; cfg.gid_tbl_len as usize].into_boxed_slice();
+        for (i, e) in &core::mem::take(&mut cfg.gids) {
             if let Some(slot) = table.get_mut(*i as usize) {
                 *slot = Some(*e);
             }
@@ -573,9 +640,8 @@ impl Fabric {
     pub fn create_qp_with_pkey(&self, port: PortId, qkey: u32, pkey_index: u16) -> Option<Qpn> {
         let mut s = self.lock();
         s.port(port)?.cfg.pkeys.get(usize::from(pkey_index))?;
-        let n = s.next_qpn;
-        s.next_qpn += 1;
-        s.qps.insert(n, QpState { port, qkey, pkey_index, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
+        let n = FIRST_QPN.checked_add(u32::try_from(s.qps.len()).ok()?)?;
+        s.qps.push(QpState { port, qkey, pkey_index, rq: VecDeque::new(), last_front: [0; 20], stamp: None });
         Some(Qpn(n))
     }
 
@@ -583,7 +649,7 @@ impl Fabric {
     /// see `udah_core::wire::detect::stamp`), as a consumer does before
     /// posting its receives; `None` stops stamping.
     pub fn set_receive_stamp(&self, qpn: Qpn, stamp: Option<Stamp>) -> bool {
-        match self.lock().qps.get_mut(&qpn.0) {
+        match self.lock().qp_mut(qpn) {
             Some(q) => {
                 q.stamp = stamp.map(|s| *s.bytes());
                 true
@@ -594,20 +660,25 @@ impl Fabric {
 
     /// The port of a QP.
     pub fn qp_port(&self, qpn: Qpn) -> Option<PortId> {
-        self.lock().qps.get(&qpn.0).map(|q| q.port)
+        self.lock().qp(qpn).map(|q| q.port)
     }
 
     /// The next received message of `qpn`, if any.
     pub fn poll(&self, qpn: Qpn) -> Option<Received> {
-        self.lock().qps.get_mut(&qpn.0)?.rq.pop_front()
+        let mut s = self.lock();
+        let q = s.qp_mut(qpn)?;
+        let m = q.rq.pop_front();
+        release_if_empty(&mut q.rq);
+        m
     }
 
     /// Moves up to `max` received messages of `qpn` into `out`; returns how many.
     pub fn poll_batch(&self, qpn: Qpn, max: usize, out: &mut Vec<Received>) -> usize {
         let mut s = self.lock();
-        let Some(q) = s.qps.get_mut(&qpn.0) else { return 0 };
+        let Some(q) = s.qp_mut(qpn) else { return 0 };
         let n = max.min(q.rq.len());
         out.extend(q.rq.drain(..n));
+        release_if_empty(&mut q.rq);
         n
     }
 
@@ -618,19 +689,28 @@ impl Fabric {
 
     /// The attributes an AH was created with.
     pub fn ah_attr(&self, ah: MockAh) -> Option<AhAttr> {
-        self.lock().ahs.get(&ah.0).map(|a| a.attr)
+        self.lock().ah(ah.0).map(|a| a.attr)
     }
 
     pub(crate) fn insert_ah(&self, st: AhState) -> MockAh {
         let mut s = self.lock();
-        let id = s.next_ah;
-        s.next_ah += 1;
-        s.ahs.insert(id, st);
+        let token = match s.free_ahs.pop() {
+            Some(slot) => {
+                let a = &mut s.ahs[slot as usize];
+                a.ah = Some(st);
+                ah_token(slot, a.generation)
+            }
+            None => {
+                let slot = s.ahs.len() as u32;
+                s.ahs.push(AhSlot { generation: 0, ah: Some(st) });
+                ah_token(slot, 0)
+            }
+        };
         if let Some(n) = s.live_ahs.get_mut(usize::from(st.port.device)) {
             *n += 1;
         }
         s.counters.ah_creates += 1;
-        MockAh(id)
+        MockAh(token)
     }
 
     /// Sends `payload` from `src` through `ah` to QP `remote_qpn` with Q_Key
@@ -645,8 +725,8 @@ impl Fabric {
         payload: &[u8],
     ) -> Result<(), SendError> {
         let mut s = self.lock();
-        let src_port = s.qps.get(&src.0).ok_or(SendError::NoSuchQp(src))?.port;
-        let a = *s.ahs.get(&ah.0).ok_or(SendError::StaleAh(ah))?;
+        let src_port = s.qp(src).ok_or(SendError::NoSuchQp(src))?.port;
+        let a = *s.ah(ah.0).ok_or(SendError::StaleAh(ah))?;
         if a.port != src_port {
             return Err(SendError::WrongPort);
         }
@@ -705,7 +785,7 @@ fn plan(s: &State, src: Qpn, src_port: PortId, a: &AhState, remote_qpn: Qpn, rem
     if !sp.active {
         return Err(Drop::NoRoute);
     }
-    let q = s.qps.get(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    let q = s.qp(remote_qpn).ok_or(Drop::NoRoute)?;
     if q.qkey != remote_qkey {
         return Err(Drop::Qkey);
     }
@@ -713,7 +793,7 @@ fn plan(s: &State, src: Qpn, src_port: PortId, a: &AhState, remote_qpn: Qpn, rem
     if !dp.active || (dp.cfg.link_layer == LinkLayer::Ethernet) != (sp.cfg.link_layer == LinkLayer::Ethernet) {
         return Err(Drop::NoRoute);
     }
-    let src_pkey = s.qps.get(&src.0).and_then(|sq| sp.cfg.pkeys.get(usize::from(sq.pkey_index))).copied();
+    let src_pkey = s.qp(src).and_then(|sq| sp.cfg.pkeys.get(usize::from(sq.pkey_index))).copied();
     let dst_pkey = dp.cfg.pkeys.get(usize::from(q.pkey_index)).copied();
     match (src_pkey, dst_pkey) {
         (Some(x), Some(y)) if pkeys_match(x, y) => {}
@@ -889,7 +969,7 @@ fn route(
             wc.network_hdr_type = net as u8;
         }
     }
-    let q = s.qps.get_mut(&remote_qpn.0).ok_or(Drop::NoRoute)?;
+    let q = s.qp_mut(remote_qpn).ok_or(Drop::NoRoute)?;
     q.last_front.copy_from_slice(&area[..20]);
     q.rq.push_back(Received { wc, area, payload: payload.to_vec() });
     Ok(())
@@ -897,7 +977,7 @@ fn route(
 
 impl State {
     pub(crate) fn port_state(&self, id: PortId) -> Option<(LinkLayer, &[Option<GidEntry>], u64, Quirks)> {
-        self.port(id).map(|p| (p.cfg.link_layer, p.table.as_slice(), p.generation, p.cfg.quirks))
+        self.port(id).map(|p| (p.cfg.link_layer, &p.table[..], p.generation, p.cfg.quirks))
     }
 
     pub(crate) fn neighbour(&self, gid: &Gid) -> Option<[u8; 6]> {
@@ -910,7 +990,7 @@ impl State {
         let Some(p) = self.port_mut(id) else { return (Some(ErrorKind::NotFound), Duration::ZERO) };
         p.create_attempts += 1;
         let n = p.create_attempts;
-        let f = &p.cfg.faults;
+        let Some(f) = p.cfg.faults.as_deref() else { return (None, Duration::ZERO) };
         let fault = f
             .fail_nth
             .iter()
@@ -921,16 +1001,49 @@ impl State {
         (fault, f.create_latency)
     }
 
+    /// How long a create of `latency` sleeps now: all of it from
+    /// [`SLEEP_QUANTUM`] on; below, what is owed once a quantum is due
+    /// (then [`settle_sleep`](Self::settle_sleep) with the time slept).
+    pub(crate) fn owe_create(&mut self, latency: Duration) -> Duration {
+        if latency >= SLEEP_QUANTUM {
+            return latency;
+        }
+        let owed = self.create_debt_ns.saturating_add(latency.as_nanos() as i64);
+        if owed >= SLEEP_QUANTUM.as_nanos() as i64 {
+            self.create_debt_ns = 0;
+            Duration::from_nanos(owed as u64)
+        } else {
+            self.create_debt_ns = owed;
+            Duration::ZERO
+        }
+    }
+
+    /// Counts `slept_ns` for a sleep of `asked` ([`owe_create`](Self::owe_create)):
+    /// an overshoot is taken off what later short creates owe.
+    pub(crate) fn settle_sleep(&mut self, asked: Duration, slept_ns: u64) {
+        self.counters.ah_create_ns += slept_ns;
+        if asked < SLEEP_QUANTUM * 2 {
+            let over = slept_ns as i64 - asked.as_nanos() as i64;
+            self.create_debt_ns = self.create_debt_ns.saturating_sub(over.max(0));
+        }
+    }
+
     pub(crate) fn count_create_failure(&mut self) {
         self.counters.ah_create_failures += 1;
     }
 
-    pub(crate) fn count_create_ns(&mut self, ns: u64) {
-        self.counters.ah_create_ns += ns;
-    }
-
     pub(crate) fn remove_ah(&mut self, id: u64) -> bool {
-        if let Some(a) = self.ahs.remove(&id) {
+        let live = ah_slot(id).and_then(|(slot, generation)| {
+            let s = self.ahs.get_mut(slot).filter(|s| s.generation == generation)?;
+            let a = s.ah.take()?;
+            // A slot whose generations are used up is never reused.
+            if let Some(g) = s.generation.checked_add(1) {
+                s.generation = g;
+                self.free_ahs.push(slot as u32);
+            }
+            Some(a)
+        });
+        if let Some(a) = live {
             if let Some(n) = self.live_ahs.get_mut(usize::from(a.port.device)) {
                 *n = n.saturating_sub(1);
             }
@@ -940,5 +1053,68 @@ impl State {
             self.counters.ah_bad_destroys += 1;
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use udah_core::ah::{AhAttr, PortNum};
+    use udah_core::hal::Hal;
+
+    use super::*;
+    use crate::MockHal;
+
+    fn ib_attr(port: PortId, dlid: u16) -> AhAttr {
+        let port = PortNum::new(port.port).unwrap();
+        AhAttr { dlid, sl: Default::default(), src_path_bits: 0, static_rate: 0, port, grh: None }
+    }
+
+    #[test]
+    fn a_destroyed_ah_stays_stale_when_its_slot_is_reused() {
+        let fabric = Fabric::new(1);
+        let port = fabric.add_port(PortConfig::ib(8, 1));
+        let qp = fabric.create_qp(port, 1).unwrap();
+        let hal = MockHal::new(&fabric, port.device);
+        let attr = ib_attr(port, 8);
+        let (a, b) = (hal.create_ah(&attr, None).unwrap(), hal.create_ah(&attr, None).unwrap());
+        assert_eq!((a, b), (MockAh(1), MockAh(2)));
+        hal.destroy_ah(a).unwrap();
+        let c = hal.create_ah(&attr, None).unwrap();
+        assert_ne!(c, a, "the slot is reused under a new generation");
+        assert_eq!(fabric.ah_attr(c), Some(attr));
+        assert_eq!(fabric.ah_attr(a), None);
+        assert_eq!(fabric.post_send(qp, a, qp, 1, b"x"), Err(SendError::StaleAh(a)));
+        assert!(hal.destroy_ah(a).is_err(), "a double destroy is refused, the new AH untouched");
+        assert_eq!(fabric.ah_attr(c), Some(attr));
+        for t in [0, u64::MAX, 1 << 32] {
+            assert_eq!(fabric.ah_attr(MockAh(t)), None, "{t:#x}");
+            assert!(hal.destroy_ah(MockAh(t)).is_err(), "{t:#x}");
+        }
+        let c = fabric.counters();
+        assert_eq!((c.ah_creates, c.ah_destroys, c.live_ahs(), c.ah_bad_destroys), (3, 1, 2, 4));
+    }
+
+    #[test]
+    fn an_emptied_queue_gives_its_memory_back() {
+        let fabric = Fabric::new(1);
+        let a = fabric.add_port(PortConfig::ib(8, 1));
+        let b = fabric.add_port(PortConfig::ib(12, 2));
+        let (qa, qb) = (fabric.create_qp(a, 1).unwrap(), fabric.create_qp(b, 1).unwrap());
+        assert_eq!(fabric.create_qp(PortId { device: 9, port: 1 }, 1), None);
+        let hal = MockHal::new(&fabric, a.device);
+        let attr = ib_attr(a, 12);
+        let ah = hal.create_ah(&attr, None).unwrap();
+        for _ in 0..3 {
+            fabric.post_send(qa, ah, qb, 1, b"hello").unwrap();
+        }
+        let capacity = |q: Qpn| fabric.with_state(|s| s.qp(q).map(|q| q.rq.capacity()));
+        assert!(capacity(qb).is_some_and(|c| c >= 3));
+        assert!(fabric.poll(qb).is_some());
+        let mut out = Vec::new();
+        assert_eq!(fabric.poll_batch(qb, 8, &mut out), 2);
+        assert_eq!(capacity(qb), Some(0));
+        assert_eq!(fabric.poll(qb), None);
+        assert_eq!(fabric.poll(Qpn(0)), None);
+        assert_eq!(fabric.poll(Qpn(u32::MAX)), None);
     }
 }

@@ -168,13 +168,16 @@ impl Hal for MockHal {
     fn create_ah(&self, attr: &AhAttr, l2: Option<&L2Info>) -> Result<MockAh, MockError> {
         const OP: &str = "create_ah";
         let port = self.id(attr.port);
-        let (fault, latency) = self.fabric.with_state(|s| s.create_attempt(port));
-        if !latency.is_zero() {
+        let (fault, sleep) = self.fabric.with_state(|s| {
+            let (fault, latency) = s.create_attempt(port);
+            (fault, s.owe_create(latency))
+        });
+        if !sleep.is_zero() {
             // The cost model: outside the fabric lock, like a blocking verbs call.
             let t = Instant::now();
-            std::thread::sleep(latency);
+            std::thread::sleep(sleep);
             let ns = t.elapsed().as_nanos() as u64;
-            self.fabric.with_state(|s| s.count_create_ns(ns));
+            self.fabric.with_state(|s| s.settle_sleep(sleep, ns));
         }
         let fail = |kind, what| {
             self.fabric.with_state(|s| s.count_create_failure());

@@ -57,6 +57,6 @@ pub mod scenario;
 
 pub use fabric::{
     AsyncEvent, Counters, Fabric, Faults, FrontFill, MockAh, MockWc, PortConfig, PortId, Qpn, Quirks, Received,
-    SendError,
+    SLEEP_QUANTUM, SendError,
 };
 pub use hal::{MockError, MockHal};

@@ -120,8 +120,13 @@ pub const RESPONDER_GID_SLOTS: usize = 1024;
 
 /// The core pipeline a [`Responder`] runs: the mock backend and its own AH
 /// table.
-pub type Pipeline =
-    core_responder::Responder<Shared<MockHal, Box<AhTable<MockHal, RESPONDER_AH_SLOTS>>>, RESPONDER_GID_SLOTS>;
+pub type Pipeline = core_responder::Responder<PipelineCache, RESPONDER_GID_SLOTS>;
+
+/// The AH cache of a [`Pipeline`]: the shared calls of its own table.
+pub type PipelineCache = Shared<MockHal, Box<AhTable<MockHal, RESPONDER_AH_SLOTS>>>;
+
+/// Messages [`Responder::serve_pending`] polls and answers together.
+pub const SERVE_BATCH: usize = 64;
 
 /// A UD responder on one port of the mock fabric: the core pipeline (GID
 /// snapshot, profile, the lock-free [`AhTable`]: identical attributes share
@@ -200,15 +205,44 @@ impl Responder {
         words.to_attr().map_err(ReplyError::Attr)
     }
 
-    /// Polls and answers everything queued; returns (answered, failed).
+    /// Polls and answers everything queued, [`SERVE_BATCH`] messages at a
+    /// time: the GID snapshot refreshed once per group, the group's AHs
+    /// through the pipeline's staged batch
+    /// ([`Responder::resolve_batch`](core_responder::Responder::resolve_batch)),
+    /// then each reply (its payload echoed); returns (answered, failed).
     pub fn serve_pending(&mut self) -> (usize, Vec<(Received, ReplyError)>) {
         let mut ok = 0;
         let mut failed = Vec::new();
-        while let Some(msg) = self.pipeline.backend().fabric().poll(self.qpn) {
-            let payload = msg.payload.clone();
-            match self.reply(&msg, &payload) {
-                Ok(_) => ok += 1,
-                Err(e) => failed.push((msg, e)),
+        let mut msgs = Vec::with_capacity(SERVE_BATCH);
+        let mut out: [Option<core_responder::ResolveResult<PipelineCache>>; SERVE_BATCH] =
+            core::array::from_fn(|_| None);
+        loop {
+            msgs.clear();
+            if self.pipeline.backend().fabric().poll_batch(self.qpn, SERVE_BATCH, &mut msgs) == 0 {
+                break;
+            }
+            if let Err(e) = self.pipeline.refresh() {
+                failed.extend(msgs.drain(..).map(|m| (m, ReplyError::Backend(e))));
+                continue;
+            }
+            let n = self.pipeline.resolve_batch(msgs.iter().map(|m| (&m.wc, &m.area)), &mut out);
+            for (m, o) in msgs.drain(..).zip(out.iter_mut()).take(n) {
+                let h = match o.take() {
+                    Some(Ok(h)) => h,
+                    Some(Err(e)) => {
+                        failed.push((m, e.into()));
+                        continue;
+                    }
+                    None => continue,
+                };
+                let fabric = self.pipeline.backend().fabric();
+                let sent = fabric.post_send(self.qpn, h.ah(), Qpn(m.wc.ibv.src_qp), self.qkey, &m.payload);
+                // The send is complete once posted on the mock: the reference goes back.
+                match (sent, self.pipeline.release(h)) {
+                    (Ok(()), Ok(())) => ok += 1,
+                    (Err(e), _) => failed.push((m, ReplyError::Send(e))),
+                    (_, Err(e)) => failed.push((m, ReplyError::Table(e))),
+                }
             }
         }
         (ok, failed)

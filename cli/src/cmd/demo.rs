@@ -19,7 +19,7 @@ use udah_core::table::{AhCache, AhHandle, AhTable, Session, TableError};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
 use udah_hal_mock::scenario::{Family, Scenario};
-use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, PortId, Qpn, Quirks};
+use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, Qpn, Quirks};
 
 use udah_cli::alloc_count::thread_allocations;
 
@@ -33,6 +33,14 @@ const GID_SLOTS: usize = 256;
 
 /// Completions timed together (the timer costs more than one completion).
 const BATCH: usize = 64;
+
+/// The most completions the hot-path corpus keeps: the first ones in
+/// arrival order (every peer's first round up to 10⁶ peers), 76 MiB (76 B each).
+const CORPUS_MAX: usize = 1 << 20;
+
+/// Peers that send a round of requests together in the end-to-end phase
+/// (their requests and replies are in the fabric's queues at once).
+const SEND_CHUNK: usize = 1 << 14;
 
 /// Leases of each worker's session: 256 sets of two, so that a few hundred
 /// hot peers rarely compete for a lease (more peers than that thrash them:
@@ -111,21 +119,24 @@ pub(crate) struct Args {
     /// NIC quirks.
     #[arg(long, value_enum, default_value_t = QuirksArg::Realistic)]
     pub(crate) quirks: QuirksArg,
-    /// Worker threads on the hot path (sharing one AH table; 1 to 256).
+    /// Worker threads on the hot path (sharing one AH table; each polls the
+    /// completions of its own peers, steered by sender, unless some worker
+    /// would have none; 1 to 256).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
     /// How the workers use the AH table.
     #[arg(long, value_enum, default_value_t = TablePathArg::Session)]
     pub(crate) table_path: TablePathArg,
     /// Simulated AH create latency, microseconds (a RoCE create takes tens;
-    /// at most 100,000).
-    #[arg(long, default_value_t = 20)]
-    pub(crate) create_latency_us: u64,
+    /// at most 100,000). Unset: 20, or less for more than 100,000 peers, so
+    /// that their creates take 2 s in all ([`default_create_latency_us`]).
+    #[arg(long)]
+    pub(crate) create_latency_us: Option<u64>,
     /// Requests each peer sends in the end-to-end phase; the hot path
     /// replays that many completions per peer too (1 to 1024).
     #[arg(long, default_value_t = 8)]
     pub(crate) rounds: usize,
-    /// Seed of the fabric's random choices, of the hot path's order and,
+    /// Seed of the fabric's random choices and,
     /// through [`table_seed`], of the AH table's keyed hash.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
@@ -154,6 +165,9 @@ pub(crate) struct Summary {
     pub(crate) threads: usize,
     /// How the workers used the AH table.
     pub(crate) table_path: TablePathArg,
+    /// Whether each worker polled the completions of its own peers
+    /// (steered by sender); otherwise all of them, from its own offset.
+    pub(crate) steered: bool,
     /// The AH table's hash seed ([`table_seed`] of `--seed`).
     pub(crate) table_seed: u64,
     /// The AH table's capacity, slots.
@@ -200,8 +214,16 @@ pub(crate) struct Summary {
     pub(crate) evictions: u64,
     /// Backend AHs alive at the end.
     pub(crate) live_ahs: u64,
+    /// Simulated latency of one AH create, µs.
+    pub(crate) create_latency_us: u64,
+    /// Whether `create_latency_us` was chosen for the peer count (no
+    /// `--create-latency-us`).
+    pub(crate) create_latency_default: bool,
     /// Time the backend spent creating AHs, milliseconds.
     pub(crate) backend_create_ms: f64,
+    /// The process's maximum resident set at the end, bytes (`VmHWM`;
+    /// `None` where `/proc/self/status` does not tell).
+    pub(crate) max_rss_bytes: Option<u64>,
     /// Heap allocations on the measured hot path (must be 0).
     pub(crate) hot_path_allocations: u64,
 }
@@ -209,9 +231,29 @@ pub(crate) struct Summary {
 /// A completion as the responder got it.
 #[derive(Debug, Clone, Copy)]
 struct Completion {
-    port: PortId,
     wc: MockWc,
     area: Area,
+}
+
+/// The hot-path corpus: the completions of each port in arrival order, as
+/// its CQ gave them (at most [`CORPUS_MAX`] in all).
+#[derive(Debug, Default)]
+struct Corpus {
+    /// The InfiniBand port's.
+    ib: Vec<Completion>,
+    /// The RoCE port's.
+    roce: Vec<Completion>,
+}
+
+impl Corpus {
+    fn len(&self) -> usize {
+        self.ib.len() + self.roce.len()
+    }
+
+    /// The completions of the RoCE port (`true`) or of the IB port.
+    fn stream(&self, roce: bool) -> &[Completion] {
+        if roce { &self.roce } else { &self.ib }
+    }
 }
 
 /// The core pipeline of one port, over a worker's cache.
@@ -260,58 +302,161 @@ impl<C: AhCache<Backend = MockHal>> Ports<C> {
         }
     }
 
-    fn port(&mut self, c: &Completion) -> &mut PortPipeline<C> {
-        if c.port.port == 1 { &mut self.ib } else { &mut self.roce }
+    /// The pipeline of the RoCE port (`true`) or of the IB port.
+    fn port(&mut self, roce: bool) -> &mut PortPipeline<C> {
+        if roce { &mut self.roce } else { &mut self.ib }
     }
 
     /// The hot path: completion → AH handle (evidence, profile, GID look-up,
     /// AH-table probe), through the core pipeline of the completion's port.
     #[inline]
-    fn resolve(&mut self, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
-        self.port(c).resolve(&c.wc, &c.area)
+    fn resolve(&mut self, roce: bool, c: &Completion) -> Result<AhHandle<MockAh>, Refusal> {
+        self.port(roce).resolve(&c.wc, &c.area)
     }
 
-    /// Gives `h` back (to the session's lease, or to the table).
+    /// A polled batch: `batch` (completions of one port, in arrival order)
+    /// through that port's [`Responder::resolve_batch`] (staged, with the
+    /// slots prefetched, once the table is past the cache), each handle
+    /// released; returns how many were refused.
     #[inline]
-    fn release(&mut self, c: &Completion, h: AhHandle<MockAh>) {
-        let _ = self.port(c).release(h);
+    fn resolve_batch(&mut self, roce: bool, batch: &[Completion], out: &mut [Option<Outcome>; BATCH]) -> u64 {
+        let port = self.port(roce);
+        let n = port.resolve_batch(batch.iter().map(|c| (&c.wc, &c.area)), &mut out[..]);
+        let mut refused = 0u64;
+        for o in out.iter_mut().take(n) {
+            match o.take() {
+                Some(Ok(h)) => {
+                    core::hint::black_box(h.ah());
+                    let _ = port.release(h);
+                }
+                _ => refused += 1,
+            }
+        }
+        refused
     }
 }
 
-/// Resolves `per_thread` completions of `corpus` from index `i` on, in
-/// timed batches, pushing the ns per completion of each batch to `ns`
-/// (allocated by the caller: nothing here allocates); returns how many
-/// were refused.
+/// What the hot path makes of one completion.
+type Outcome = Result<AhHandle<MockAh>, Refusal>;
+
+/// How the workers share the corpus ([`steer`]).
+enum Steered {
+    /// Each worker its own part: the completions of its peers.
+    PerWorker(Vec<Corpus>),
+    /// All of it for every worker (each starting at its own offset).
+    Shared(Corpus),
+}
+
+/// The part of the worker of `threads` that polls the completions of the
+/// sender of `wc` (a hash of its QP number), as a NIC's receive-side
+/// scaling steers each flow to one queue.
+fn worker_of(wc: &MockWc, threads: usize) -> usize {
+    ((u64::from(wc.ibv.src_qp).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % threads.max(1) as u64) as usize
+}
+
+/// Splits the corpus between `threads` workers by sender ([`worker_of`]),
+/// each part in arrival order, so that a peer's completions and its AH's
+/// slot are one worker's; the whole corpus for each when one worker would
+/// have nothing (fewer peers than workers).
+fn steer(corpus: Corpus, threads: usize) -> Steered {
+    if threads <= 1 {
+        return Steered::Shared(corpus);
+    }
+    let mut parts: Vec<Corpus> = (0..threads).map(|_| Corpus::default()).collect();
+    for (roce, stream) in [(false, &corpus.ib), (true, &corpus.roce)] {
+        for c in stream {
+            let part = &mut parts[worker_of(&c.wc, threads)];
+            if roce { part.roce.push(*c) } else { part.ib.push(*c) }
+        }
+    }
+    if parts.iter().any(|p| p.len() == 0) { Steered::Shared(corpus) } else { Steered::PerWorker(parts) }
+}
+
+/// The most batches [`work`] times for `per_thread` completions of
+/// `corpus`: full ones, and a short one where a port's stream wraps and at
+/// the end.
+fn max_batches(corpus: &Corpus, per_thread: u64) -> usize {
+    let wraps = |len: usize| if len == 0 { 0 } else { per_thread / len as u64 + 1 };
+    (per_thread.div_ceil(BATCH as u64) + wraps(corpus.ib.len()) + wraps(corpus.roce.len()) + 1) as usize
+}
+
+/// From this size on, the corpus is past a core's caches and [`work`]
+/// prefetches each stream's next batch while it resolves one.
+const PREFETCH_CORPUS_BYTES: usize = 4 << 20;
+
+/// Hints the cache lines of `batch` in (a hint: it changes nothing that any
+/// thread reads).
+#[inline(always)]
+fn prefetch_completions(batch: &[Completion]) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
+    {
+        let start = batch.as_ptr().cast::<u8>();
+        for off in (0..core::mem::size_of_val(batch)).step_by(64) {
+            let line = start.wrapping_add(off).cast::<i8>();
+            // SAFETY: `_mm_prefetch` is `unsafe` for its raw pointer and for
+            // SSE: PREFETCHT0 reads nothing the program observes and never
+            // faults, whatever the address (here inside `batch`: `off` is
+            // below its size); SSE is enabled where this is compiled.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(line);
+            }
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
+    let _ = batch;
+}
+
+/// Whether [`work`] polls the RoCE stream next, having taken `taken`
+/// completions of the streams of lengths `lens` (IB, RoCE): the IB stream
+/// when it is behind its share (taken / length) or the RoCE one is empty.
+fn roce_next(taken: [u64; 2], lens: [u128; 2]) -> bool {
+    lens[0] == 0 || (lens[1] != 0 && u128::from(taken[0]) * lens[1] > u128::from(taken[1]) * lens[0])
+}
+
+/// Resolves `per_thread` completions of `corpus`, polling the two ports'
+/// streams in turn (each from its index in `start` on, wrapping, the one
+/// behind in its share next, so that each port gets its part of the
+/// completions) in batches of up to [`BATCH`], each timed, pushing the ns
+/// per completion of each batch to `ns` (allocated for [`max_batches`] by
+/// the caller: nothing here allocates); returns how many were refused.
 fn work<C: AhCache<Backend = MockHal>>(
     ports: &mut Ports<C>,
-    corpus: &[Completion],
-    mut i: usize,
+    corpus: &Corpus,
+    mut at: [usize; 2],
     per_thread: u64,
     progress: &AtomicU64,
     ns: &mut Vec<f64>,
 ) -> u64 {
     let mut refused = 0u64;
     let mut done = 0u64;
+    let mut taken = [0u64; 2];
+    let lens = [corpus.ib.len() as u128, corpus.roce.len() as u128];
+    let prefetch_ahead = corpus.len().saturating_mul(core::mem::size_of::<Completion>()) > PREFETCH_CORPUS_BYTES;
+    let mut out: [Option<Outcome>; BATCH] = core::array::from_fn(|_| None);
     while done < per_thread {
-        let n = (per_thread - done).min(BATCH as u64);
-        let t0 = Instant::now();
-        for _ in 0..n {
-            let c = &corpus[i];
-            match ports.resolve(c) {
-                Ok(h) => {
-                    core::hint::black_box(h.ah());
-                    ports.release(c, h);
-                }
-                Err(_) => refused += 1,
-            }
-            i += 1;
-            if i == corpus.len() {
-                i = 0;
-            }
+        let roce = roce_next(taken, lens);
+        let s = usize::from(roce);
+        let stream = corpus.stream(roce);
+        if stream.is_empty() {
+            break;
         }
+        if at[s] >= stream.len() {
+            at[s] = 0;
+        }
+        let want = (per_thread - done).min(BATCH as u64) as usize;
+        let n = want.min(stream.len() - at[s]);
+        let t0 = Instant::now();
+        if prefetch_ahead {
+            // The stream's next batch, as a poll loop reads its CQ ahead.
+            let next = at[s] + n;
+            prefetch_completions(stream.get(next..stream.len().min(next + BATCH)).unwrap_or_default());
+        }
+        refused += ports.resolve_batch(roce, &stream[at[s]..at[s] + n], &mut out);
         ns.push(t0.elapsed().as_nanos() as f64 / n as f64);
-        done += n;
-        progress.fetch_add(n, Ordering::Relaxed);
+        at[s] += n;
+        taken[s] += n as u64;
+        done += n as u64;
+        progress.fetch_add(n as u64, Ordering::Relaxed);
     }
     refused
 }
@@ -399,16 +544,48 @@ pub(crate) fn table_seed(seed: u64) -> u64 {
 /// passes through [`AhTable::with_seed`]'s return on the stack in
 /// unoptimised builds (128 MiB at 2²¹ slots), so it is built on a thread
 /// whose stack has room for it; the stack is gone once the table is boxed.
+///
+/// Its memory is asked for in transparent huge pages before it is written
+/// ([`huge_pages`]): a table past the caches is read at random, and with
+/// 4 KiB pages nearly every look-up also misses the TLB.
 fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, DemoError> {
     let bytes = core::mem::size_of::<AhTable<MockHal, N>>();
     std::thread::Builder::new()
         .name("ah-table".into())
         .stack_size(4 * bytes + (1 << 20))
-        .spawn(move || Box::new(AhTable::with_seed(seed)))
+        .spawn(move || {
+            let mut b = Box::<AhTable<MockHal, N>>::new_uninit();
+            huge_pages(b.as_mut_ptr().cast(), bytes);
+            Box::write(b, AhTable::with_seed(seed))
+        })
         .map_err(DemoError::TableThread)?
         .join()
         .map_err(|_| DemoError::TablePanicked)
 }
+
+/// Asks the kernel to back the 2 MiB-aligned part of `len` bytes at `ptr`
+/// (an allocation not written yet) with transparent huge pages, where the
+/// system leaves them to `madvise`; a hint, nothing happens if it is refused.
+/// Regions under 4 MiB are left alone.
+#[cfg(target_os = "linux")]
+fn huge_pages(ptr: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize).saturating_add(len) & !(HUGE - 1);
+    if len < 2 * HUGE || end <= start {
+        return;
+    }
+    // SAFETY: madvise only changes how the kernel backs pages of this
+    // process's own allocation (`start..end` lies inside it); MADV_HUGEPAGE
+    // changes no content and no Rust-visible state.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
+/// Transparent huge pages are a Linux hint; elsewhere nothing is asked.
+#[cfg(not(target_os = "linux"))]
+fn huge_pages(_ptr: *mut u8, _len: usize) {}
 
 /// Why a bound of [`DemoError::OutOfRange`] is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -530,6 +707,25 @@ pub(crate) const MAX_THREADS: usize = 256;
 pub(crate) const MAX_CREATE_LATENCY_US: u64 = 100_000;
 /// The most time the creates of all peers may take together, µs.
 pub(crate) const MAX_CREATES_US: u64 = 10_000_000;
+/// The simulated create latency without `--create-latency-us`, µs.
+pub(crate) const DEFAULT_CREATE_LATENCY_US: u64 = 20;
+/// The most time the creates of all peers take together without
+/// `--create-latency-us`, µs.
+pub(crate) const DEFAULT_CREATES_US: u64 = 2_000_000;
+
+/// The create latency without `--create-latency-us` for `peers` peers:
+/// [`DEFAULT_CREATE_LATENCY_US`], or less when their creates would take
+/// more than [`DEFAULT_CREATES_US`] together (2 µs at 10⁶ peers), at
+/// least 1 µs.
+pub(crate) fn default_create_latency_us(peers: usize) -> u64 {
+    (DEFAULT_CREATES_US / (peers as u64).max(1)).clamp(1, DEFAULT_CREATE_LATENCY_US)
+}
+
+/// The create latency of a run: `--create-latency-us`, or
+/// [`default_create_latency_us`].
+fn create_latency_us(args: &Args) -> u64 {
+    args.create_latency_us.unwrap_or_else(|| default_create_latency_us(args.peers))
+}
 /// The most `--rounds` (requests per peer in the end-to-end phase).
 pub(crate) const MAX_ROUNDS: usize = 1024;
 
@@ -544,13 +740,15 @@ pub(crate) fn validate(args: &Args) -> Result<(), DemoError> {
     range("messages", args.messages, MAX_MESSAGES, Bound::Timings(BATCH))?;
     range("threads", args.threads as u64, MAX_THREADS as u64, Bound::Plain)?;
     range("rounds", args.rounds as u64, MAX_ROUNDS as u64, Bound::Plain)?;
-    if args.create_latency_us > MAX_CREATE_LATENCY_US {
-        return Err(DemoError::CreateLatency(args.create_latency_us));
-    }
-    // Each peer's first request misses: the creates alone take peers × latency.
-    let creates_us = args.peers as u64 * args.create_latency_us;
-    if creates_us > MAX_CREATES_US {
-        return Err(DemoError::CreatesTooLong { peers: args.peers, latency_us: args.create_latency_us });
+    if let Some(latency_us) = args.create_latency_us {
+        if latency_us > MAX_CREATE_LATENCY_US {
+            return Err(DemoError::CreateLatency(latency_us));
+        }
+        // Each peer's first request misses: the creates alone take peers × latency.
+        let creates_us = (args.peers as u64).saturating_mul(latency_us);
+        if creates_us > MAX_CREATES_US {
+            return Err(DemoError::CreatesTooLong { peers: args.peers, latency_us });
+        }
     }
     if !udah_hal_mock::scenario::infiniband_fits(&args.mix, args.peers) {
         return Err(DemoError::TooManyInfiniband {
@@ -574,7 +772,8 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let table = boxed_table::<N>(table_seed)?;
     let table = &*table;
     let quirks = quirks_of(args.quirks, args.evidence);
-    let faults = Faults { create_latency: Duration::from_micros(args.create_latency_us), ..Faults::default() };
+    let latency_us = create_latency_us(args);
+    let faults = Faults { create_latency: Duration::from_micros(latency_us), ..Faults::default() };
     let sc = Scenario::build_with(args.seed, &args.mix, args.peers, quirks, faults).map_err(DemoError::Mock)?;
     let hal = MockHal::new(&sc.fabric, sc.ib_port.device);
     let mut ib: Box<GidTable<GID_SLOTS>> = Box::new(GidTable::new(1, LinkLayer::Infiniband, 0));
@@ -592,50 +791,61 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let gids = (&*ib, &*roce);
     let mut shared = Ports::new(table.shared(&hal), table.shared(&hal), gids, config(args));
 
-    // Phase 1: end to end through the fabric.
-    let sent = sc.send_requests(ib_qp, roce_qp, args.rounds);
-    let mut corpus = Vec::with_capacity(sent);
-    let mut answered = 0usize;
+    // Phase 1: end to end through the fabric, round after round, a slice
+    // of the peers at a time.
+    let (mut sent, mut answered, mut replies, mut misdelivered) = (0usize, 0usize, 0usize, 0usize);
+    let ib_peers = udah_hal_mock::scenario::infiniband_peers(&args.mix, args.peers);
+    let mut corpus = Corpus {
+        ib: Vec::with_capacity(ib_peers.saturating_mul(args.rounds).min(CORPUS_MAX)),
+        roce: Vec::with_capacity((args.peers - ib_peers).saturating_mul(args.rounds).min(CORPUS_MAX)),
+    };
     let mut refused: std::collections::BTreeMap<String, usize> = Default::default();
-    for (qp, port) in [(ib_qp, sc.ib_port), (roce_qp, sc.roce_port)] {
-        while let Some(m) = sc.fabric.poll(qp) {
-            let c = Completion { port, wc: m.wc, area: m.area };
-            corpus.push(c);
-            match shared.resolve(&c) {
-                Ok(h) => {
-                    if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
-                        answered += 1;
+    for round in 0..args.rounds {
+        for first in (0..args.peers).step_by(SEND_CHUNK) {
+            let peers = first..first.saturating_add(SEND_CHUNK);
+            sent += sc.send_round(ib_qp, roce_qp, round, peers.clone());
+            for (qp, roce) in [(ib_qp, false), (roce_qp, true)] {
+                while let Some(m) = sc.fabric.poll(qp) {
+                    let c = Completion { wc: m.wc, area: m.area };
+                    if corpus.len() < CORPUS_MAX {
+                        if roce { corpus.roce.push(c) } else { corpus.ib.push(c) }
                     }
-                    shared.port(&c).release(h).map_err(DemoError::Release)?;
+                    match shared.resolve(roce, &c) {
+                        Ok(h) => {
+                            if sc.fabric.post_send(qp, h.ah(), Qpn(m.wc.ibv.src_qp), sc.qkey, &m.payload).is_ok() {
+                                answered += 1;
+                            }
+                            shared.port(roce).release(h).map_err(DemoError::Release)?;
+                        }
+                        Err(r) => *refused.entry(reason(&r)).or_default() += 1,
+                    }
                 }
-                Err(r) => *refused.entry(reason(&r)).or_default() += 1,
             }
+            let (got, wrong) = sc.collect_replies_of(peers);
+            replies += got;
+            misdelivered += wrong;
         }
     }
-    let (replies, misdelivered) = sc.collect_replies();
     let fc = sc.fabric.counters();
     let e2e_dropped =
         fc.dropped_vlan + fc.dropped_mac + fc.dropped_no_route + fc.dropped_qkey + fc.dropped_sgid + fc.dropped_pkey;
 
     // Phase 2: the hot path alone, over the completions the NICs produced,
-    // with a warm table, in a shuffled order.
-    let mut order: Vec<usize> = (0..corpus.len()).collect();
-    let mut rng = args.seed | 1;
-    for i in (1..order.len()).rev() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        order.swap(i, (rng % (i as u64 + 1)) as usize);
-    }
-    let corpus: Vec<Completion> = order.iter().map(|&i| corpus[i]).collect();
-    if corpus.is_empty() {
+    // with a warm table, in arrival order (each port's completions one
+    // after the other in memory, as a responder reads its CQ: only the
+    // table is read at random).
+    if corpus.len() == 0 {
         return Err(DemoError::NoCompletions);
     }
-    for c in &corpus {
-        if let Ok(h) = shared.resolve(c) {
-            shared.release(c, h);
+    for roce in [false, true] {
+        for c in corpus.stream(roce) {
+            if let Ok(h) = shared.resolve(roce, c) {
+                let _ = shared.port(roce).release(h);
+            }
         }
     }
+    let corpus_len = corpus.len();
+    let parts = steer(corpus, args.threads);
     let progress = AtomicU64::new(0);
     let per_thread = args.messages.div_ceil(args.threads as u64);
     let show = !args.no_progress && !args.json;
@@ -671,10 +881,13 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         });
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
-                let (corpus, progress, hal) = (&corpus, &progress, &hal);
+                let (progress, hal) = (&progress, &hal);
+                let (corpus, at) = match &parts {
+                    Steered::PerWorker(parts) => (&parts[t], [0, 0]),
+                    Steered::Shared(c) => (c, [c.ib.len(), c.roce.len()].map(|len| t * len / args.threads)),
+                };
                 s.spawn(move || {
-                    let i = (t * corpus.len()) / args.threads;
-                    let mut ns = Vec::with_capacity((per_thread as usize).div_ceil(BATCH));
+                    let mut ns = Vec::with_capacity(max_batches(corpus, per_thread));
                     // The pipelines (and sessions) are made before the
                     // allocation count starts (they are boxed: the GID
                     // snapshots, 10 KiB of leases each), and dropped after it.
@@ -683,13 +896,13 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
                             let session = || Session::<_, N, SESSION_LEASES>::new(table, hal);
                             let mut ports = Ports::new(session(), session(), gids, config(args));
                             let before = thread_allocations();
-                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            let refused = work(&mut ports, corpus, at, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
                         }
                         TablePathArg::Shared => {
                             let mut ports = Ports::new(table.shared(hal), table.shared(hal), gids, config(args));
                             let before = thread_allocations();
-                            let refused = work(&mut ports, corpus, i, per_thread, progress, &mut ns);
+                            let refused = work(&mut ports, corpus, at, per_thread, progress, &mut ns);
                             (refused, thread_allocations() - before)
                         }
                     };
@@ -718,6 +931,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         families: args.mix.iter().map(|f| f.name().to_string()).collect(),
         threads: args.threads,
         table_path: args.table_path,
+        steered: matches!(parts, Steered::PerWorker(_)),
         table_seed,
         table_capacity: table.capacity(),
         table_entries: st.entries,
@@ -729,7 +943,7 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         e2e_misdelivered: misdelivered,
         e2e_refused,
         e2e_dropped,
-        corpus: corpus.len(),
+        corpus: corpus_len,
         messages,
         refused: results.iter().map(|r| r.1).sum(),
         seconds,
@@ -741,9 +955,21 @@ fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
         creates: st.creates,
         evictions: st.evictions,
         live_ahs: st.live,
+        create_latency_us: latency_us,
+        create_latency_default: args.create_latency_us.is_none(),
         backend_create_ms: sc.fabric.counters().ah_create_ns as f64 / 1e6,
+        max_rss_bytes: max_rss_bytes(),
         hot_path_allocations: results.iter().map(|r| r.2).sum(),
     })
+}
+
+/// The process's maximum resident set so far, bytes: `VmHWM` of
+/// `/proc/self/status` (Linux); `None` elsewhere.
+fn max_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 fn print_summary(s: &Summary) {
@@ -766,7 +992,10 @@ fn print_summary(s: &Summary) {
         ),
         ("hot path: distinct completions", s.corpus.to_string()),
         ("hot path: completions resolved", format!("{} ({} refused)", s.messages, s.refused)),
-        ("hot path: threads", s.threads.to_string()),
+        (
+            "hot path: threads",
+            format!("{}{}", s.threads, if s.steered { " (each polls its own peers' completions)" } else { "" }),
+        ),
         ("hot path: AH table path", format!("{:?}", s.table_path).to_lowercase()),
         ("hot path: completions / s", format!("{:.2} M", s.completions_per_sec / 1e6)),
         ("hot path: ns / completion p50", format!("{:.1}", s.ns_p50)),
@@ -784,7 +1013,23 @@ fn print_summary(s: &Summary) {
             ),
         ),
         ("AH table: hash seed", format!("{:#018x}", s.table_seed)),
-        ("backend create time", format!("{:.2} ms", s.backend_create_ms)),
+        (
+            "backend create latency / time",
+            format!(
+                "{} µs{} / {:.2} ms",
+                s.create_latency_us,
+                if s.create_latency_default {
+                    format!(" (default for {} peers: at most {} s of creates)", s.peers, DEFAULT_CREATES_US / 1_000_000)
+                } else {
+                    String::new()
+                },
+                s.backend_create_ms
+            ),
+        ),
+        (
+            "maximum resident set",
+            s.max_rss_bytes.map_or_else(|| "unknown".into(), |b| format!("{:.1} MiB", b as f64 / f64::from(1 << 20))),
+        ),
         ("heap allocations on the hot path", s.hot_path_allocations.to_string()),
     ];
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
@@ -798,5 +1043,57 @@ fn print_summary(s: &Summary) {
             "note: libibverbs ignores VLANs and answers VLAN peers from the untagged duplicate of the \
              address (SEMANTICS Q11), so the fabric drops those replies; --profile kernel matches the VLAN."
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_create_latency_keeps_the_creates_within_their_budget() {
+        for (peers, us) in [(1, 20), (64, 20), (100_000, 20), (100_001, 19), (200_000, 10), (1_000_000, 2)] {
+            assert_eq!(default_create_latency_us(peers), us, "{peers}");
+        }
+        for peers in [1, 1_000, 100_000, 333_333, 1_000_000] {
+            let us = default_create_latency_us(peers);
+            assert!(peers as u64 * us <= DEFAULT_CREATES_US, "{peers}");
+            assert!(peers as u64 * us <= MAX_CREATES_US, "{peers}");
+        }
+    }
+
+    #[test]
+    fn a_completion_of_the_corpus_is_76_bytes() {
+        assert_eq!(core::mem::size_of::<Completion>(), 76);
+    }
+
+    #[test]
+    fn the_timings_have_room_for_every_batch() {
+        let c = Completion { wc: MockWc::default(), area: [0; 40] };
+        for (ib, roce, per_thread) in [(1, 1, 1), (176, 336, 4_000_000), (0, 5, 1_000), (65, 0, 130), (3, 7, 64)] {
+            let corpus = Corpus { ib: vec![c; ib], roce: vec![c; roce] };
+            // The batches `work` times: its stream choice and wraps, counted.
+            let (mut at, mut taken, mut done, mut batches) = ([0usize; 2], [0u64; 2], 0u64, 0usize);
+            let lens = [ib as u128, roce as u128];
+            while done < per_thread {
+                let roce = roce_next(taken, lens);
+                let s = usize::from(roce);
+                let len = corpus.stream(roce).len();
+                if at[s] >= len {
+                    at[s] = 0;
+                }
+                let n = ((per_thread - done).min(BATCH as u64) as usize).min(len - at[s]);
+                at[s] += n;
+                taken[s] += n as u64;
+                done += n as u64;
+                batches += 1;
+            }
+            assert!(batches <= max_batches(&corpus, per_thread), "{ib} {roce} {per_thread}: {batches}");
+            // Each port got its share of the completions, give or take a batch.
+            if ib > 0 && roce > 0 {
+                let share = per_thread as f64 * ib as f64 / (ib + roce) as f64;
+                assert!((taken[0] as f64 - share).abs() <= BATCH as f64, "{ib} {roce} {per_thread}: {taken:?}");
+            }
+        }
     }
 }

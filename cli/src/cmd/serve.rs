@@ -531,11 +531,12 @@ impl<E: core::fmt::Debug + core::fmt::Display> core::fmt::Display for ReplyError
 #[cfg(any(feature = "ibverbs", test))]
 impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for ReplyError<E> {}
 
-#[cfg(any(feature = "ibverbs", test))]
+#[cfg(test)]
 /// The AH to answer a completion with: the GID snapshot re-taken first if
 /// the backend's GID generation moved (retiring the AHs built on changed
 /// entries), then the pipeline. The handle holds a reference: give it back
-/// with [`release`].
+/// with [`release`]. (The poll loop answers its completions in groups:
+/// [`reply_ahs`].)
 pub(crate) fn reply_ah<H: Hal>(
     p: &mut Pipeline<'_, H>,
     wc: &IbvWc,
@@ -546,6 +547,33 @@ where
 {
     p.refresh().map_err(ReplyError::Snapshot)?;
     p.resolve(wc, area).map_err(ReplyError::Resolve)
+}
+
+#[cfg(any(feature = "ibverbs", test))]
+/// Completions of a poll answered together by [`reply_ahs`].
+pub(crate) const REPLY_BATCH: usize = 64;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// The answer to one completion of a [`reply_ahs`] group.
+pub(crate) type Reply<H> = Result<AhHandle<<H as Hal>::Ah>, ResolveError<<H as udah_core::hal::ErrorType>::Error>>;
+
+#[cfg(any(feature = "ibverbs", test))]
+/// [`reply_ah`] for a group of polled completions: the GID snapshot
+/// re-taken once if the backend's GID generation moved, then the group
+/// through the pipeline's staged batch ([`Responder::resolve_batch`]: past
+/// the cache, the group's table slots are prefetched side by side);
+/// `out[i]` is the answer to the `i`-th completion. Returns how many were
+/// answered (the group, up to `out.len()`); a failed snapshot answers none.
+pub(crate) fn reply_ahs<'a, H: Hal>(
+    p: &mut Pipeline<'_, H>,
+    group: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
+    out: &mut [Option<Reply<H>>],
+) -> Result<usize, H::Error>
+where
+    H::Ah: AhToken,
+{
+    p.refresh()?;
+    Ok(p.resolve_batch(group, out))
 }
 
 #[cfg(any(feature = "ibverbs", test))]
@@ -1056,6 +1084,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
+    let mut group = Vec::new();
+    let mut out: Vec<Option<_>> = (0..REPLY_BATCH).map(|_| None).collect();
     let mut fault: Option<(String, u8)> = None;
     let mut injected = false;
     let mut events = super::serve_events::NetEvents::open();
@@ -1097,6 +1127,9 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         if wcs.is_empty() {
             std::thread::yield_now();
         }
+        // First the group's receives read and reposted, then their AHs
+        // through the staged batch (reply_ahs), then the replies.
+        group.clear();
         for wc in core::mem::take(&mut wcs) {
             let i = wc.wr_id as usize;
             if wc.status == WcStatus::WrFlushErr {
@@ -1122,48 +1155,60 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             vp.post_recv(i, stamp)?;
             // A destination not yet resolved waits off this loop.
             match misses.admit(&mut pipeline, (wc, area, payload)) {
-                udah_cli::miss_queue::Admit::Go(r) => ready.push(r),
+                udah_cli::miss_queue::Admit::Go((wc, area, payload)) => group.push((wc, wc.ibv(), area, payload)),
                 udah_cli::miss_queue::Admit::Held => {}
                 udah_cli::miss_queue::Admit::Refused(..) => st.refused += 1,
             }
         }
         misses.completed(&mut ready, &mut st.unresolved);
-        for (wc, area, payload) in ready.drain(..) {
-            let reply = reply_ah(&mut pipeline, &wc.ibv(), &area);
-            if let Some(c) = check.as_mut() {
-                c.check(hal.context(), pipeline.gids(), args.port, &wc, &area);
-            }
-            if args.log_ahs && reply.is_ok() {
-                log_ah(&mut logged, &pipeline, &wc, &area);
-            }
-            let h = match reply {
-                Ok(h) => h,
-                // Refused by `--allow`: counted by the pipeline, not a failure.
-                Err(ReplyError::Resolve(ResolveError::Refused(_))) => continue,
+        group.extend(ready.drain(..).map(|(wc, area, payload)| (wc, wc.ibv(), area, payload)));
+        for chunk in group.chunks(REPLY_BATCH) {
+            let answered = match reply_ahs(&mut pipeline, chunk.iter().map(|(_, ibv, area, _)| (ibv, area)), &mut out) {
+                Ok(n) => n,
                 Err(e) => {
-                    st.failed_ah += 1;
-                    eprintln!("udah: request from QPN {:#x} not answered: {e}", wc.src_qp);
+                    st.failed_ah += chunk.len() as u64;
+                    let e = ReplyError::Snapshot(e);
+                    eprintln!("udah: {} request(s) not answered: {e}", chunk.len());
                     continue;
                 }
             };
-            let Some(s) = free.pop() else {
-                // Every send slot is busy: drop this reply (UD is unreliable).
-                st.failed_send += 1;
-                release(&mut pipeline, h);
-                continue;
-            };
-            match vp.send(s, h.ah(), UdDest { qpn: wc.src_qp, qkey: args.qkey }, &payload) {
-                Ok(()) => {
-                    st.answered += 1;
-                    if let Some(slot) = in_flight.get_mut(s) {
-                        *slot = Some(h);
-                    }
+            for ((wc, _, area, payload), o) in chunk.iter().zip(out.iter_mut()).take(answered) {
+                if let Some(c) = check.as_mut() {
+                    c.check(hal.context(), pipeline.gids(), args.port, wc, area);
                 }
-                Err(e) => {
+                let h = match o.take() {
+                    Some(Ok(h)) => h,
+                    // Refused by `--allow`: counted by the pipeline, not a failure.
+                    Some(Err(ResolveError::Refused(_))) => continue,
+                    Some(Err(e)) => {
+                        st.failed_ah += 1;
+                        eprintln!("udah: request from QPN {:#x} not answered: {}", wc.src_qp, ReplyError::Resolve(e));
+                        continue;
+                    }
+                    None => continue,
+                };
+                if args.log_ahs {
+                    log_ah(&mut logged, &pipeline, wc, area);
+                }
+                let Some(s) = free.pop() else {
+                    // Every send slot is busy: drop this reply (UD is unreliable).
                     st.failed_send += 1;
-                    eprintln!("udah: reply to QPN {:#x}: {e}", wc.src_qp);
                     release(&mut pipeline, h);
-                    free.push(s);
+                    continue;
+                };
+                match vp.send(s, h.ah(), UdDest { qpn: wc.src_qp, qkey: args.qkey }, payload) {
+                    Ok(()) => {
+                        st.answered += 1;
+                        if let Some(slot) = in_flight.get_mut(s) {
+                            *slot = Some(h);
+                        }
+                    }
+                    Err(e) => {
+                        st.failed_send += 1;
+                        eprintln!("udah: reply to QPN {:#x}: {e}", wc.src_qp);
+                        release(&mut pipeline, h);
+                        free.push(s);
+                    }
                 }
             }
         }
@@ -1413,6 +1458,46 @@ mod tests {
             hal.ip.set([10, 0, 0, 1]);
             hal.generation.set(hal.generation.get() + 1);
         }
+    }
+
+    /// A group goes through the staged batch with the answers that one
+    /// completion at a time gets; a failed re-snapshot answers none of it.
+    #[test]
+    fn a_group_is_answered_like_its_completions_one_by_one() {
+        let hal = OneGid { generation: Cell::new(1), ip: Cell::new([10, 0, 0, 1]), ..OneGid::default() };
+        let mut p = pipeline(&hal, p1(), None).unwrap();
+        let wc = |qp| IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, src_qp: qp, ..IbvWc::default() };
+        let (a, b) = (v4_area([10, 0, 0, 9], [10, 0, 0, 1]), v4_area([10, 0, 0, 8], [10, 0, 0, 1]));
+        // The third is for an address the port does not have.
+        let bad = v4_area([10, 0, 0, 8], [10, 0, 0, 7]);
+        let group = [(wc(7), a), (wc(8), b), (wc(7), a), (wc(9), bad)];
+        let mut out: Vec<Option<Reply<OneGid>>> = (0..REPLY_BATCH).map(|_| None).collect();
+        let n = reply_ahs(&mut p, group.iter().map(|(w, a)| (w, a)), &mut out).unwrap();
+        assert_eq!(n, group.len());
+        let mut ahs = Vec::new();
+        for ((w, area), o) in group.iter().zip(out.iter_mut()) {
+            let one = reply_ah(&mut p, w, area).map(|h| {
+                let ah = h.ah();
+                release(&mut p, h);
+                ah
+            });
+            match (o.take(), one) {
+                (Some(Ok(h)), Ok(ah)) => {
+                    assert_eq!(h.ah(), ah);
+                    ahs.push(ah);
+                    release(&mut p, h);
+                }
+                (Some(Err(e)), Err(ReplyError::Resolve(f))) => assert_eq!(format!("{e:?}"), format!("{f:?}")),
+                (got, want) => panic!("{got:?} against {want:?}"),
+            }
+        }
+        assert_eq!(ahs.len(), 3);
+        assert_eq!(ahs[0], ahs[2], "one AH per sender");
+        assert_eq!(hal.creates.get(), 2);
+        hal.fail_snapshot.set(true);
+        hal.generation.set(2);
+        assert_eq!(reply_ahs(&mut p, group.iter().map(|(w, a)| (w, a)), &mut out).map_err(|_| ()), Err(()));
+        assert!(out.iter().all(Option::is_none));
     }
 
     /// A failed re-snapshot answers nothing (the request is counted as not
