@@ -24,6 +24,23 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+/* Nonzero when this header is version maj.min.patch or later, e.g.
+ *   #if UDAH_CHECK_VERSION(0, 2, 0) ... #endif */
+#define UDAH_CHECK_VERSION(maj, min, patch) \
+  (UDAH_VERSION_MAJOR > (maj) || \
+   (UDAH_VERSION_MAJOR == (maj) && (UDAH_VERSION_MINOR > (min) || \
+    (UDAH_VERSION_MINOR == (min) && UDAH_VERSION_PATCH >= (patch)))))
+
+// The major version of this header (the `0` of soname `libudah.so.0`).
+// The unit tests check it, with the minor and patch, against the crate
+// version and `udah_version()`.
+#define UDAH_VERSION_MAJOR 0
+
+// The minor version of this header.
+#define UDAH_VERSION_MINOR 1
+
+// The patch version of this header.
+#define UDAH_VERSION_PATCH 0
 
 // Profile: libibverbs' `ibv_init_ah_from_wc` (rdma-core 44), bit-exact.
 #define UDAH_PROFILE_LIBIBVERBS 0

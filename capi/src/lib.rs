@@ -32,6 +32,30 @@ use udah_core::ah::{IbvAhAttr, IbvWc, Profile};
 use udah_core::wire::{Evidence, Gid, NetworkType};
 use udah_core::{GidEntry, GidType, LinkLayer};
 
+/// Binds each named function to its symbol version (`udah.map` defines the
+/// node): `objdump -T libudah.so` lists it as `name@@UDAH_0.1`. Every
+/// exported function must be named here (`tests/soname.rs` checks).
+macro_rules! symbol_versions {
+    ($node:literal: $($f:ident),* $(,)?) => {
+        $(core::arch::global_asm!(concat!(".symver ", stringify!($f), ", ", stringify!($f), "@@", $node));)*
+    };
+}
+
+symbol_versions!("UDAH_0.1":
+    udah_responder_open,
+    udah_responder_from_gids,
+    udah_responder_destroy,
+    udah_init_ah_from_wc,
+    udah_create_ah_from_wc,
+    udah_create_ah,
+    udah_destroy_ah,
+    udah_create_ah_batch,
+    udah_handle_async_event,
+    udah_responder_refresh,
+    udah_responder_stats,
+    udah_version,
+);
+
 #[doc(hidden)]
 pub mod engine;
 #[doc(hidden)]
@@ -39,6 +63,15 @@ pub mod ffi;
 
 use engine::{AhFailure, AhPtr, Responder, Verbs};
 use ffi::{ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_gid_entry, ibv_grh, ibv_pd, ibv_wc};
+
+/// The major version of this header (the `0` of soname `libudah.so.0`).
+/// The unit tests check it, with the minor and patch, against the crate
+/// version and `udah_version()`.
+pub const UDAH_VERSION_MAJOR: u32 = 0;
+/// The minor version of this header.
+pub const UDAH_VERSION_MINOR: u32 = 1;
+/// The patch version of this header.
+pub const UDAH_VERSION_PATCH: u32 = 0;
 
 /// Profile: libibverbs' `ibv_init_ah_from_wc` (rdma-core 44), bit-exact.
 pub const UDAH_PROFILE_LIBIBVERBS: u32 = 0;
@@ -555,5 +588,7 @@ mod tests {
         // SAFETY: a static NUL-terminated string.
         let v = unsafe { core::ffi::CStr::from_ptr(udah_version()) };
         assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+        let macros = format!("{UDAH_VERSION_MAJOR}.{UDAH_VERSION_MINOR}.{UDAH_VERSION_PATCH}");
+        assert_eq!(macros, env!("CARGO_PKG_VERSION"), "UDAH_VERSION_* and Cargo.toml disagree");
     }
 }
