@@ -128,9 +128,11 @@ struct udah_responder *udah_responder_open(struct ibv_context *context, uint8_t 
 // `pd` may be NULL (attributes only). `udah_handle_async_event` cannot
 // refresh such a responder (`EOPNOTSUPP`).
 //
-// Returns NULL with errno: `EINVAL` (NULL `gids` with `n_gids` > 0, an index
-// at or above `gid_tbl_len`, an unknown type, a zero GID), `EEXIST` (an index
-// twice), `E2BIG` (`gid_tbl_len` above 1024).
+// Returns NULL with errno (and a `udah_last_error` sentence), checked
+// before anything is allocated: `EINVAL` (port 0, a link layer other than
+// 0, 1 or 2, `n_gids` above `gid_tbl_len`, NULL `gids` with `n_gids` > 0,
+// an index at or above `gid_tbl_len`, an unknown type, a zero GID),
+// `EEXIST` (an index twice), `E2BIG` (`gid_tbl_len` above 1024).
 //
 // # Safety
 // `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
@@ -208,7 +210,7 @@ int udah_destroy_ah(struct udah_responder *r, struct ibv_ah *ah);
 //
 // Returns the number of AHs created (give each back with
 // `udah_destroy_ah`), or -1 with `EINVAL` for a NULL array or a negative
-// `n`.
+// `n`, or a NULL responder (also when `n` is 0).
 //
 // # Safety
 // `r` must be a live responder; `wcs`, `grhs` and `ahs` (and `errnos` when
@@ -245,6 +247,13 @@ int udah_responder_refresh(struct udah_responder *r);
 // # Safety
 // `r` must be a live responder and `stats` valid for writes.
 int udah_responder_stats(const struct udah_responder *r, struct udah_stats *stats);
+
+// A sentence describing the last failure of a udah call in the calling
+// thread (for a person, not to be parsed), e.g. "GID table has 2048 slots,
+// above the responder's 1024"; an empty string before any failure. The
+// pointer stays valid until this thread's next failing udah call. A caught
+// internal panic is reported as `ENOTRECOVERABLE` with its message here.
+const char *udah_last_error(void);
 
 // The library version, `"MAJOR.MINOR.PATCH"` (static storage).
 const char *udah_version(void);

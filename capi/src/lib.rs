@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Every entry point is thread safe and catches any panic at the boundary
-//! (reported as `EIO`); no panic crosses into C.
+//! (reported as `ENOTRECOVERABLE`, its message in `udah_last_error()`); no
+//! panic crosses into C.
 //!
 //! The crate's Rust items other than the `udah_*` functions are for
 //! `libudah-preload.so` and the tests (`#[doc(hidden)]`).
@@ -54,6 +55,7 @@ symbol_versions!("UDAH_0.1":
     udah_responder_refresh,
     udah_responder_stats,
     udah_version,
+    udah_last_error,
 );
 
 #[doc(hidden)]
@@ -137,20 +139,54 @@ fn set_errno(e: i32) {
     unsafe { slot.write(e) };
 }
 
-/// Runs `f`, turning a panic into `fail` with `errno = EIO`.
+std::thread_local! {
+    /// The sentence of this thread's last failure (`udah_last_error`).
+    static LAST_ERROR: core::cell::RefCell<std::ffi::CString> = core::cell::RefCell::new(std::ffi::CString::default());
+}
+
+/// Records `msg` as this thread's last failure (a NUL in it ends it).
+fn set_last_error(msg: &str) {
+    let text = msg.split('\0').next().unwrap_or_default();
+    let c = std::ffi::CString::new(text).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| l.try_borrow_mut().map(|mut l| *l = c));
+}
+
+/// Runs `f`, turning a panic into `fail` with `errno = ENOTRECOVERABLE` and
+/// the panic's message as the last error.
 fn guard<R>(fail: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        set_errno(libc::EIO);
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        set_last_error(&format!("internal error (a bug in libudah): {what}"));
+        set_errno(libc::ENOTRECOVERABLE);
         fail
     })
 }
 
+/// The sentence for an errno without a more specific one.
+fn describe(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e).to_string()
+}
+
 fn fail_int(e: i32) -> c_int {
+    fail_int_msg(e, &describe(e))
+}
+
+fn fail_null<T>(e: i32) -> *mut T {
+    fail_null_msg(e, &describe(e))
+}
+
+fn fail_int_msg(e: i32, msg: &str) -> c_int {
+    set_last_error(msg);
     set_errno(e);
     -1
 }
 
-fn fail_null<T>(e: i32) -> *mut T {
+fn fail_null_msg<T>(e: i32, msg: &str) -> *mut T {
+    set_last_error(msg);
     set_errno(e);
     core::ptr::null_mut()
 }
@@ -239,9 +275,11 @@ pub unsafe extern "C" fn udah_responder_open(
 /// `pd` may be NULL (attributes only). `udah_handle_async_event` cannot
 /// refresh such a responder (`EOPNOTSUPP`).
 ///
-/// Returns NULL with errno: `EINVAL` (NULL `gids` with `n_gids` > 0, an index
-/// at or above `gid_tbl_len`, an unknown type, a zero GID), `EEXIST` (an index
-/// twice), `E2BIG` (`gid_tbl_len` above 1024).
+/// Returns NULL with errno (and a `udah_last_error` sentence), checked
+/// before anything is allocated: `EINVAL` (port 0, a link layer other than
+/// 0, 1 or 2, `n_gids` above `gid_tbl_len`, NULL `gids` with `n_gids` > 0,
+/// an index at or above `gid_tbl_len`, an unknown type, a zero GID),
+/// `EEXIST` (an index twice), `E2BIG` (`gid_tbl_len` above 1024).
 ///
 /// # Safety
 /// `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
@@ -256,20 +294,42 @@ pub unsafe extern "C" fn udah_responder_from_gids(
     pd: *mut ibv_pd,
 ) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
+        if port_num == 0 {
+            return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
+        }
+        let ll = match link_layer {
+            0 | 1 => LinkLayer::Infiniband,
+            2 => LinkLayer::Ethernet,
+            other => {
+                let msg =
+                    format!("link layer {other} is not IBV_LINK_LAYER_UNSPECIFIED (0), INFINIBAND (1) or ETHERNET (2)");
+                return fail_null_msg(libc::EINVAL, &msg);
+            }
+        };
+        if gid_tbl_len as usize > engine::GID_CAP {
+            let msg = format!("GID table has {gid_tbl_len} slots, above the responder's {}", engine::GID_CAP);
+            return fail_null_msg(libc::E2BIG, &msg);
+        }
+        if n_gids > gid_tbl_len as usize {
+            let msg = format!("{n_gids} GID entries for a table of {gid_tbl_len} slots");
+            return fail_null_msg(libc::EINVAL, &msg);
+        }
         let list: &[ibv_gid_entry] = if n_gids == 0 {
             &[]
         } else if gids.is_null() {
-            return fail_null(libc::EINVAL);
+            return fail_null_msg(libc::EINVAL, "gids is NULL with n_gids above 0");
         } else {
             // SAFETY: `gids` points to `n_gids` entries (the contract).
             unsafe { core::slice::from_raw_parts(gids, n_gids) }
         };
         let mut entries = Vec::with_capacity(list.len());
         for g in list {
-            let Some(ty) = GidType::from_raw(g.gid_type) else { return fail_null(libc::EINVAL) };
+            let Some(ty) = GidType::from_raw(g.gid_type) else {
+                let msg = format!("GID index {} has unknown type {}", g.gid_index, g.gid_type);
+                return fail_null_msg(libc::EINVAL, &msg);
+            };
             entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
         }
-        let ll = if link_layer == 2 { LinkLayer::Ethernet } else { LinkLayer::Infiniband };
         match engine::gids_from_list(port_num, ll, gid_tbl_len, entries) {
             // SAFETY: forwarded contract on `pd`.
             Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
@@ -432,7 +492,7 @@ pub unsafe extern "C" fn udah_destroy_ah(r: *mut udah_responder, ah: *mut ibv_ah
 ///
 /// Returns the number of AHs created (give each back with
 /// `udah_destroy_ah`), or -1 with `EINVAL` for a NULL array or a negative
-/// `n`.
+/// `n`, or a NULL responder (also when `n` is 0).
 ///
 /// # Safety
 /// `r` must be a live responder; `wcs`, `grhs` and `ahs` (and `errnos` when
@@ -448,12 +508,12 @@ pub unsafe extern "C" fn udah_create_ah_batch(
     errnos: *mut c_int,
 ) -> c_int {
     guard(-1, || {
-        let Ok(n) = usize::try_from(n) else { return fail_int(libc::EINVAL) };
+        let Ok(n) = usize::try_from(n) else { return fail_int_msg(libc::EINVAL, "batch size is negative") };
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
         if n == 0 {
             return 0;
         }
-        // SAFETY: `r` is NULL or live (the contract).
-        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
         if wcs.is_null() || grhs.is_null() || ahs.is_null() {
             return fail_int(libc::EINVAL);
         }
@@ -571,6 +631,16 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
         unsafe { stats.write(c) };
         0
     })
+}
+
+/// A sentence describing the last failure of a udah call in the calling
+/// thread (for a person, not to be parsed), e.g. "GID table has 2048 slots,
+/// above the responder's 1024"; an empty string before any failure. The
+/// pointer stays valid until this thread's next failing udah call. A caught
+/// internal panic is reported as `ENOTRECOVERABLE` with its message here.
+#[unsafe(no_mangle)]
+pub extern "C" fn udah_last_error() -> *const core::ffi::c_char {
+    LAST_ERROR.try_with(|l| l.try_borrow().map(|l| l.as_ptr()).unwrap_or(c"".as_ptr())).unwrap_or(c"".as_ptr())
 }
 
 /// The library version, `"MAJOR.MINOR.PATCH"` (static storage).

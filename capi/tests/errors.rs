@@ -1,0 +1,61 @@
+//! Bad arguments through the C entry points (no device needed): each returns
+//! its errno with a `udah_last_error()` sentence, none aborts.
+
+use core::ffi::CStr;
+
+fn last_error() -> String {
+    // SAFETY: udah_last_error returns a NUL-terminated thread-local string.
+    unsafe { CStr::from_ptr(udah::udah_last_error()) }.to_string_lossy().into_owned()
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn from_gids(port: u8, ll: u8, len: u32, n: usize) -> (bool, i32, String) {
+    // SAFETY: n_gids is checked against gid_tbl_len before `gids` is read.
+    let r = unsafe { udah::udah_responder_from_gids(port, ll, len, core::ptr::null(), n, core::ptr::null_mut()) };
+    let e = errno();
+    if !r.is_null() {
+        // SAFETY: a responder just made, with no AHs out.
+        unsafe { udah::udah_responder_destroy(r) };
+    }
+    (r.is_null(), e, last_error())
+}
+
+#[test]
+fn huge_n_gids_is_einval_with_a_sentence() {
+    let (null, e, msg) = from_gids(1, 2, 16, usize::MAX / 64);
+    assert!(null);
+    assert_eq!(e, libc::EINVAL);
+    assert!(msg.contains("GID entries for a table of 16 slots"), "{msg}");
+}
+
+#[test]
+fn port_zero_and_unknown_link_layer_are_rejected() {
+    let (null, e, msg) = from_gids(0, 2, 16, 0);
+    assert!(null && e == libc::EINVAL && msg.contains("port 0"), "{e} {msg}");
+    let (null, e, msg) = from_gids(1, 77, 16, 0);
+    assert!(null && e == libc::EINVAL && msg.contains("link layer 77"), "{e} {msg}");
+    let (null, e, msg) = from_gids(1, 2, 2048, 0);
+    assert!(null && e == libc::E2BIG && msg.contains("2048 slots"), "{e} {msg}");
+    let (null, _, _) = from_gids(1, 2, 16, 0);
+    assert!(!null, "a valid empty table is accepted");
+}
+
+#[test]
+fn batch_with_a_null_responder_is_rejected_even_when_empty() {
+    // SAFETY: NULL arrays with n = 0 are never read.
+    let rc = unsafe {
+        udah::udah_create_ah_batch(
+            core::ptr::null_mut(),
+            core::ptr::null(),
+            core::ptr::null(),
+            0,
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+        )
+    };
+    assert_eq!((rc, errno()), (-1, libc::EINVAL));
+    assert!(last_error().contains("responder is NULL"), "{}", last_error());
+}
