@@ -68,6 +68,27 @@
 // deduplicating cache of AHs on one protection domain. Opaque; thread safe.
 struct udah_responder;
 
+// Options of `udah_responder_open_ex`. Set `size` to
+// `sizeof(struct udah_config)`: the library reads only the first `size`
+// bytes (a caller compiled against an older, shorter struct gets the
+// defaults for the fields it lacks), and fields are only ever appended.
+struct udah_config {
+  // `sizeof(struct udah_config)` as the caller compiled it; at least 8
+  // (this field and `ah_slots`).
+  uint32_t size;
+  // AH-table slots: 0 for 1024, else a power of two. This release
+  // validates it (at most 1024) but always allocates 1024 slots.
+  uint32_t ah_slots;
+  // GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
+  // validates it (at most 1024) and snapshots up to 1024 slots (a larger
+  // port table is `E2BIG`).
+  uint32_t gid_slots;
+  // Reserved: validated (any value) but not yet used.
+  uint32_t max_pending_per_peer;
+  // Reserved: validated (any value) but not yet used.
+  uint32_t max_pending_total;
+};
+
 // Counters of a responder (`udah_responder_stats`).
 struct udah_stats {
   // `udah_init_ah_from_wc` calls.
@@ -138,6 +159,16 @@ struct udah_responder *udah_responder_open(struct ibv_context *context, uint8_t 
 // `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
 // `pd` must be NULL or a live PD that outlives the responder.
 struct udah_responder *udah_responder_from_gids(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd);
+
+// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
+// Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
+// `ah_slots`, NULL context), `E2BIG` (`gid_slots` or the port's table above
+// 1024), or the errno of the failed query; `udah_last_error` says which.
+//
+// # Safety
+// As `udah_responder_open`; `cfg` must be NULL or valid for reads of
+// `cfg->size` bytes.
+struct udah_responder *udah_responder_open_ex(struct ibv_context *context, uint8_t port_num, struct ibv_pd *pd, const struct udah_config *cfg);
 
 // Destroys a responder and every AH it still caches. Returns -1 with
 // `EBUSY` (and destroys nothing) while AHs it handed out have not been

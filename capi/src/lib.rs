@@ -56,6 +56,7 @@ symbol_versions!("UDAH_0.1":
     udah_responder_stats,
     udah_version,
     udah_last_error,
+    udah_responder_open_ex,
 );
 
 #[doc(hidden)]
@@ -335,6 +336,89 @@ pub unsafe extern "C" fn udah_responder_from_gids(
             Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
             Err(e) => fail_null(e.0),
         }
+    })
+}
+
+/// Options of `udah_responder_open_ex`. Set `size` to
+/// `sizeof(struct udah_config)`: the library reads only the first `size`
+/// bytes (a caller compiled against an older, shorter struct gets the
+/// defaults for the fields it lacks), and fields are only ever appended.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct udah_config {
+    /// `sizeof(struct udah_config)` as the caller compiled it; at least 8
+    /// (this field and `ah_slots`).
+    pub size: u32,
+    /// AH-table slots: 0 for 1024, else a power of two. This release
+    /// validates it (at most 1024) but always allocates 1024 slots.
+    pub ah_slots: u32,
+    /// GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
+    /// validates it (at most 1024) and snapshots up to 1024 slots (a larger
+    /// port table is `E2BIG`).
+    pub gid_slots: u32,
+    /// Reserved: validated (any value) but not yet used.
+    pub max_pending_per_peer: u32,
+    /// Reserved: validated (any value) but not yet used.
+    pub max_pending_total: u32,
+}
+
+/// The configuration in `cfg` (NULL: the defaults), reading `cfg->size`
+/// bytes at most, or the errno and sentence of its first bad field.
+///
+/// # Safety
+/// `cfg` must be NULL or valid for reads of `cfg->size` bytes (at least the
+/// `size` field).
+unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, String)> {
+    let mut c = udah_config { size: core::mem::size_of::<udah_config>() as u32, ..udah_config::default() };
+    if cfg.is_null() {
+        return Ok(c);
+    }
+    // SAFETY: `cfg` is valid for reads of at least its `size` field.
+    let size = unsafe { cfg.cast::<u32>().read_unaligned() } as usize;
+    if size < 8 {
+        return Err((libc::EINVAL, format!("udah_config.size is {size}, below the 8 bytes of size and ah_slots")));
+    }
+    let n = size.min(core::mem::size_of::<udah_config>());
+    // SAFETY: `cfg` is valid for reads of `size` >= `n` bytes, `c` for
+    // writes of `n` <= its size; they do not overlap.
+    unsafe { core::ptr::copy_nonoverlapping(cfg.cast::<u8>(), (&raw mut c).cast::<u8>(), n) };
+    if c.ah_slots != 0 && (!c.ah_slots.is_power_of_two() || c.ah_slots as usize > engine::AH_CAP) {
+        return Err((
+            libc::EINVAL,
+            format!("ah_slots {} is not 0 or a power of two up to {}", c.ah_slots, engine::AH_CAP),
+        ));
+    }
+    if c.gid_slots as usize > engine::GID_CAP {
+        return Err((libc::E2BIG, format!("gid_slots {} is above the responder's {}", c.gid_slots, engine::GID_CAP)));
+    }
+    Ok(c)
+}
+
+/// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
+/// Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
+/// `ah_slots`, NULL context), `E2BIG` (`gid_slots` or the port's table above
+/// 1024), or the errno of the failed query; `udah_last_error` says which.
+///
+/// # Safety
+/// As `udah_responder_open`; `cfg` must be NULL or valid for reads of
+/// `cfg->size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_open_ex(
+    context: *mut ibv_context,
+    port_num: u8,
+    pd: *mut ibv_pd,
+    cfg: *const udah_config,
+) -> *mut udah_responder {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        if let Err((e, msg)) = unsafe { read_config(cfg) } {
+            return fail_null_msg(e, &msg);
+        }
+        if context.is_null() {
+            return fail_null_msg(libc::EINVAL, "context is NULL");
+        }
+        // SAFETY: forwarded contract.
+        unsafe { udah_responder_open(context, port_num, pd) }
     })
 }
 

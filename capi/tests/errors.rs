@@ -59,3 +59,26 @@ fn batch_with_a_null_responder_is_rejected_even_when_empty() {
     assert_eq!((rc, errno()), (-1, libc::EINVAL));
     assert!(last_error().contains("responder is NULL"), "{}", last_error());
 }
+
+fn open_ex(cfg: *const udah::udah_config) -> (i32, String) {
+    // SAFETY: a NULL context is refused after the configuration is read.
+    let r = unsafe { udah::udah_responder_open_ex(core::ptr::null_mut(), 1, core::ptr::null_mut(), cfg) };
+    assert!(r.is_null());
+    (errno(), last_error())
+}
+
+#[test]
+fn open_ex_reads_a_shorter_struct_and_checks_its_fields() {
+    // An older caller's struct: size and ah_slots only.
+    let short: [u32; 2] = [8, 256];
+    let (e, msg) = open_ex(short.as_ptr().cast());
+    assert_eq!((e, msg.as_str()), (libc::EINVAL, "context is NULL"), "the short struct was accepted");
+    let tiny: [u32; 1] = [4];
+    let (e, msg) = open_ex(tiny.as_ptr().cast());
+    assert!(e == libc::EINVAL && msg.contains("size is 4"), "{msg}");
+    let bad = udah::udah_config { size: 20, ah_slots: 3, ..Default::default() };
+    let (e, msg) = open_ex(&bad);
+    assert!(e == libc::EINVAL && msg.contains("ah_slots 3"), "{msg}");
+    let (e, msg) = open_ex(core::ptr::null());
+    assert_eq!((e, msg.as_str()), (libc::EINVAL, "context is NULL"));
+}
