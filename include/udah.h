@@ -279,6 +279,18 @@ int udah_responder_refresh(struct udah_responder *r);
 // `r` must be a live responder and `stats` valid for writes.
 int udah_responder_stats(const struct udah_responder *r, struct udah_stats *stats);
 
+// `udah_responder_stats` for a caller that passes the size of its
+// `struct udah_stats` (`sizeof(struct udah_stats)` as it was compiled):
+// the first `size` bytes of the counters are written (an older, shorter
+// struct gets the counters it has; counters are only ever appended), at
+// most `sizeof(struct udah_stats)`. Returns 0, or -1 with `EINVAL` for a
+// NULL argument or a `size` that is not a multiple of 8.
+//
+// # Safety
+// `r` must be a live responder and `stats` valid for writes of `size`
+// bytes.
+int udah_responder_stats_ex(const struct udah_responder *r, struct udah_stats *stats, size_t size);
+
 // A sentence describing the last failure of a udah call in the calling
 // thread (for a person, not to be parsed), e.g. "GID table has 2048 slots,
 // above the responder's 1024"; an empty string before any failure. The

@@ -57,6 +57,7 @@ symbol_versions!("UDAH_0.1":
     udah_version,
     udah_last_error,
     udah_responder_open_ex,
+    udah_responder_stats_ex,
 );
 
 #[doc(hidden)]
@@ -713,6 +714,37 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
         let c = resp.stats();
         // SAFETY: `stats` is valid for writes (the contract).
         unsafe { stats.write(c) };
+        0
+    })
+}
+
+/// `udah_responder_stats` for a caller that passes the size of its
+/// `struct udah_stats` (`sizeof(struct udah_stats)` as it was compiled):
+/// the first `size` bytes of the counters are written (an older, shorter
+/// struct gets the counters it has; counters are only ever appended), at
+/// most `sizeof(struct udah_stats)`. Returns 0, or -1 with `EINVAL` for a
+/// NULL argument or a `size` that is not a multiple of 8.
+///
+/// # Safety
+/// `r` must be a live responder and `stats` valid for writes of `size`
+/// bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_stats_ex(
+    r: *const udah_responder,
+    stats: *mut udah_stats,
+    size: usize,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        if stats.is_null() || size % 8 != 0 {
+            return fail_int_msg(libc::EINVAL, &format!("stats is NULL or size {size} is not a multiple of 8"));
+        }
+        let c = resp.stats();
+        let n = size.min(core::mem::size_of::<udah_stats>());
+        // SAFETY: `stats` is valid for writes of `size` >= `n` bytes, `c`
+        // for reads of `n`; they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping((&raw const c).cast::<u8>(), stats.cast::<u8>(), n) };
         0
     })
 }

@@ -82,3 +82,21 @@ fn open_ex_reads_a_shorter_struct_and_checks_its_fields() {
     let (e, msg) = open_ex(core::ptr::null());
     assert_eq!((e, msg.as_str()), (libc::EINVAL, "context is NULL"));
 }
+
+#[test]
+fn stats_ex_fills_a_shorter_struct_only() {
+    // SAFETY: a valid empty table, no PD.
+    let r = unsafe { udah::udah_responder_from_gids(1, 2, 4, core::ptr::null(), 0, core::ptr::null_mut()) };
+    assert!(!r.is_null());
+    // An older caller's struct: the first two counters, and a guard word.
+    let mut old = [u64::MAX; 3];
+    // SAFETY: `old` has room for the 16 bytes asked for.
+    let rc = unsafe { udah::udah_responder_stats_ex(r, old.as_mut_ptr().cast(), 16) };
+    assert_eq!(rc, 0);
+    assert_eq!(old, [0, 0, u64::MAX], "wrote past the caller's struct");
+    // SAFETY: as above; 12 is refused before anything is written.
+    let rc = unsafe { udah::udah_responder_stats_ex(r, old.as_mut_ptr().cast(), 12) };
+    assert_eq!((rc, errno()), (-1, libc::EINVAL));
+    // SAFETY: no AH is out.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}
