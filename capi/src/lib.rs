@@ -737,7 +737,7 @@ pub unsafe extern "C" fn udah_responder_stats_ex(
     guard(-1, || {
         // SAFETY: `r` is NULL or live (the contract).
         let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
-        if stats.is_null() || size % 8 != 0 {
+        if stats.is_null() || !size.is_multiple_of(8) {
             return fail_int_msg(libc::EINVAL, &format!("stats is NULL or size {size} is not a multiple of 8"));
         }
         let c = resp.stats();
