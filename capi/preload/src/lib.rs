@@ -36,7 +36,8 @@
 //! * `ibv_destroy_ah`: on a shared AH drops one reference and destroys the
 //!   kernel AH with the last; on an AH the preload did not create, forwards.
 //!
-//! `UDAH_PRELOAD=off` forwards everything (read once, at load).
+//! `UDAH_PRELOAD=0`, `off`, `false` or `no` forwards everything (read once,
+//! at the first call).
 //! `UDAH_PRELOAD_STATS=1` prints one line of counters to stderr at exit.
 //! Any internal failure or panic falls back to the real call.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -115,7 +116,7 @@ fn real() -> Option<Real> {
 #[derive(Debug, Clone, Copy)]
 #[repr(usize)]
 enum Fallback {
-    /// `UDAH_PRELOAD=off`.
+    /// `UDAH_PRELOAD=0`, `off`, `false` or `no`.
     Disabled,
     /// A NULL argument (libibverbs' behaviour is kept, crash included).
     NullArgument,
@@ -180,10 +181,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Whether a `UDAH_PRELOAD` value leaves the preload on: `0`, `off`,
+/// `false` and `no` (any case, surrounding blanks ignored) turn it off.
+fn enabled_by(value: &str) -> bool {
+    !matches!(value.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no")
+}
+
 fn state() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
     STATE.get_or_init(|| State {
-        enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| v != "off"),
+        enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| enabled_by(&v)),
         stats: Stats::default(),
         snapshots: Mutex::new(HashMap::new()),
         ahs: Mutex::new(Ahs::default()),
@@ -587,6 +594,16 @@ pub extern "C" fn udah_preload_stats() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udah_preload_off_values() {
+        for v in ["0", "off", "false", "no", "OFF", " No "] {
+            assert!(!enabled_by(v), "{v:?}");
+        }
+        for v in ["1", "on", "", "yes"] {
+            assert!(enabled_by(v), "{v:?}");
+        }
+    }
     use core::sync::atomic::AtomicUsize;
 
     static CREATED: AtomicUsize = AtomicUsize::new(0);
