@@ -38,7 +38,7 @@ use udah_core::{GidEntry, GidType, LinkLayer};
 /// exported function must be named here (`tests/soname.rs` checks).
 macro_rules! symbol_versions {
     ($node:literal: $($f:ident),* $(,)?) => {
-        $(core::arch::global_asm!(concat!(".symver ", stringify!($f), ", ", stringify!($f), "@@", $node));)*
+        $(core::arch::global_asm!(concat!(".symver ", stringify!($f), ", ", stringify!($f), "@@", $node, ", remove"));)*
     };
 }
 
