@@ -29,8 +29,13 @@
 //!   added *below* it during the run, which a real port does not do, would
 //!   not be seen until the next re-read. A search for the zero GID, which
 //!   matches the lowest *empty* slot, is forwarded for that reason.)
-//! * `ibv_create_ah_from_wc`: the same attribute, then one kernel AH per
-//!   (PD, attribute, local GID), shared and reference counted: a second
+//! * `ibv_create_ah_from_wc`: the same attribute, then by default a kernel
+//!   AH of its own per call (only the attribute is udah's). With
+//!   `UDAH_PRELOAD_SHARE=1`, one kernel AH per (PD, attribute, local GID),
+//!   shared and reference counted. That is safe only when every destroy of
+//!   such an AH goes through the interposed `ibv_destroy_ah` (not a
+//!   `dlsym`-ed or statically linked libibverbs, which would free an AH
+//!   another holder still uses): a second
 //!   identical request returns the same `struct ibv_ah *` without a system
 //!   call. AHs are never shared across PDs (an AH must be on its QP's PD).
 //! * `ibv_destroy_ah`: on a shared AH drops one reference and destroys the
@@ -169,6 +174,8 @@ struct Ahs {
 
 struct State {
     enabled: bool,
+    /// `UDAH_PRELOAD_SHARE=1`: identical requests share one kernel AH.
+    share: bool,
     stats: Stats,
     snapshots: Mutex<HashMap<(usize, u8), Arc<Gids>>>,
     ahs: Mutex<Ahs>,
@@ -191,6 +198,7 @@ fn state() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
     STATE.get_or_init(|| State {
         enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| enabled_by(&v)),
+        share: std::env::var("UDAH_PRELOAD_SHARE").is_ok_and(|v| v.trim() == "1"),
         stats: Stats::default(),
         snapshots: Mutex::new(HashMap::new()),
         ahs: Mutex::new(Ahs::default()),
@@ -511,14 +519,15 @@ pub unsafe extern "C" fn udah_preload_ibv_create_ah_from_wc(
         return core::ptr::null_mut();
     }
     match local {
-        Some(local) => catch_unwind(AssertUnwindSafe(|| shared_ah(&real, pd, &mut attr, local))).unwrap_or_else(|_| {
-            fallback(Fallback::Internal);
-            // SAFETY: the program's PD and a valid attribute.
-            unsafe { (real.create)(pd, &mut attr) }
-        }),
-        // The attribute came from the real library (or needs no GID): an
-        // AH of its own, as libibverbs makes.
-        None => {
+        Some(local) if st.share => catch_unwind(AssertUnwindSafe(|| shared_ah(&real, pd, &mut attr, local)))
+            .unwrap_or_else(|_| {
+                fallback(Fallback::Internal);
+                // SAFETY: the program's PD and a valid attribute.
+                unsafe { (real.create)(pd, &mut attr) }
+            }),
+        // Sharing is off (the default), or the attribute came from the real
+        // library (or needs no GID): an AH of its own, as libibverbs makes.
+        _ => {
             // SAFETY: the program's PD and a valid attribute.
             let ah = unsafe { (real.create)(pd, &mut attr) };
             if !ah.is_null() {
