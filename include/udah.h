@@ -24,6 +24,23 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+/* Nonzero when this header is version maj.min.patch or later, e.g.
+ *   #if UDAH_CHECK_VERSION(0, 2, 0) ... #endif */
+#define UDAH_CHECK_VERSION(maj, min, patch) \
+  (UDAH_VERSION_MAJOR > (maj) || \
+   (UDAH_VERSION_MAJOR == (maj) && (UDAH_VERSION_MINOR > (min) || \
+    (UDAH_VERSION_MINOR == (min) && UDAH_VERSION_PATCH >= (patch)))))
+
+// The major version of this header (the `0` of soname `libudah.so.0`).
+// The unit tests check it, with the minor and patch, against the crate
+// version and `udah_version()`.
+#define UDAH_VERSION_MAJOR 0
+
+// The minor version of this header.
+#define UDAH_VERSION_MINOR 1
+
+// The patch version of this header.
+#define UDAH_VERSION_PATCH 0
 
 // Profile: libibverbs' `ibv_init_ah_from_wc` (rdma-core 44), bit-exact.
 #define UDAH_PROFILE_LIBIBVERBS 0
@@ -50,6 +67,27 @@
 // A responder: one port's GID-table snapshot, the AH profiles, and a
 // deduplicating cache of AHs on one protection domain. Opaque; thread safe.
 struct udah_responder;
+
+// Options of `udah_responder_open_ex`. Set `size` to
+// `sizeof(struct udah_config)`: the library reads only the first `size`
+// bytes (a caller compiled against an older, shorter struct gets the
+// defaults for the fields it lacks), and fields are only ever appended.
+struct udah_config {
+  // `sizeof(struct udah_config)` as the caller compiled it; at least 8
+  // (this field and `ah_slots`).
+  uint32_t size;
+  // AH-table slots: 0 for 1024, else a power of two. This release
+  // validates it (at most 1024) but always allocates 1024 slots.
+  uint32_t ah_slots;
+  // GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
+  // validates it (at most 1024) and snapshots up to 1024 slots (a larger
+  // port table is `E2BIG`).
+  uint32_t gid_slots;
+  // Reserved: validated (any value) but not yet used.
+  uint32_t max_pending_per_peer;
+  // Reserved: validated (any value) but not yet used.
+  uint32_t max_pending_total;
+};
 
 // Counters of a responder (`udah_responder_stats`).
 struct udah_stats {
@@ -111,14 +149,26 @@ struct udah_responder *udah_responder_open(struct ibv_context *context, uint8_t 
 // `pd` may be NULL (attributes only). `udah_handle_async_event` cannot
 // refresh such a responder (`EOPNOTSUPP`).
 //
-// Returns NULL with errno: `EINVAL` (NULL `gids` with `n_gids` > 0, an index
-// at or above `gid_tbl_len`, an unknown type, a zero GID), `EEXIST` (an index
-// twice), `E2BIG` (`gid_tbl_len` above 1024).
+// Returns NULL with errno (and a `udah_last_error` sentence), checked
+// before anything is allocated: `EINVAL` (port 0, a link layer other than
+// 0, 1 or 2, `n_gids` above `gid_tbl_len`, NULL `gids` with `n_gids` > 0,
+// an index at or above `gid_tbl_len`, an unknown type, a zero GID),
+// `EEXIST` (an index twice), `E2BIG` (`gid_tbl_len` above 1024).
 //
 // # Safety
 // `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
 // `pd` must be NULL or a live PD that outlives the responder.
 struct udah_responder *udah_responder_from_gids(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd);
+
+// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
+// Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
+// `ah_slots`, NULL context), `E2BIG` (`gid_slots` or the port's table above
+// 1024), or the errno of the failed query; `udah_last_error` says which.
+//
+// # Safety
+// As `udah_responder_open`; `cfg` must be NULL or valid for reads of
+// `cfg->size` bytes.
+struct udah_responder *udah_responder_open_ex(struct ibv_context *context, uint8_t port_num, struct ibv_pd *pd, const struct udah_config *cfg);
 
 // Destroys a responder and every AH it still caches. Returns -1 with
 // `EBUSY` (and destroys nothing) while AHs it handed out have not been
@@ -191,7 +241,7 @@ int udah_destroy_ah(struct udah_responder *r, struct ibv_ah *ah);
 //
 // Returns the number of AHs created (give each back with
 // `udah_destroy_ah`), or -1 with `EINVAL` for a NULL array or a negative
-// `n`.
+// `n`, or a NULL responder (also when `n` is 0).
 //
 // # Safety
 // `r` must be a live responder; `wcs`, `grhs` and `ahs` (and `errnos` when
@@ -228,6 +278,25 @@ int udah_responder_refresh(struct udah_responder *r);
 // # Safety
 // `r` must be a live responder and `stats` valid for writes.
 int udah_responder_stats(const struct udah_responder *r, struct udah_stats *stats);
+
+// `udah_responder_stats` for a caller that passes the size of its
+// `struct udah_stats` (`sizeof(struct udah_stats)` as it was compiled):
+// the first `size` bytes of the counters are written (an older, shorter
+// struct gets the counters it has; counters are only ever appended), at
+// most `sizeof(struct udah_stats)`. Returns 0, or -1 with `EINVAL` for a
+// NULL argument or a `size` that is not a multiple of 8.
+//
+// # Safety
+// `r` must be a live responder and `stats` valid for writes of `size`
+// bytes.
+int udah_responder_stats_ex(const struct udah_responder *r, struct udah_stats *stats, size_t size);
+
+// A sentence describing the last failure of a udah call in the calling
+// thread (for a person, not to be parsed), e.g. "GID table has 2048 slots,
+// above the responder's 1024"; an empty string before any failure. The
+// pointer stays valid until this thread's next failing udah call. A caught
+// internal panic is reported as `ENOTRECOVERABLE` with its message here.
+const char *udah_last_error(void);
 
 // The library version, `"MAJOR.MINOR.PATCH"` (static storage).
 const char *udah_version(void);

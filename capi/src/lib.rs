@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Every entry point is thread safe and catches any panic at the boundary
-//! (reported as `EIO`); no panic crosses into C.
+//! (reported as `ENOTRECOVERABLE`, its message in `udah_last_error()`); no
+//! panic crosses into C.
 //!
 //! The crate's Rust items other than the `udah_*` functions are for
 //! `libudah-preload.so` and the tests (`#[doc(hidden)]`).
@@ -32,6 +33,33 @@ use udah_core::ah::{IbvAhAttr, IbvWc, Profile};
 use udah_core::wire::{Evidence, Gid, NetworkType};
 use udah_core::{GidEntry, GidType, LinkLayer};
 
+/// Binds each named function to its symbol version (`udah.map` defines the
+/// node): `objdump -T libudah.so` lists it as `name@@UDAH_0.1`. Every
+/// exported function must be named here (`tests/soname.rs` checks).
+macro_rules! symbol_versions {
+    ($node:literal: $($f:ident),* $(,)?) => {
+        $(core::arch::global_asm!(concat!(".symver ", stringify!($f), ", ", stringify!($f), "@@", $node, ", remove"));)*
+    };
+}
+
+symbol_versions!("UDAH_0.1":
+    udah_responder_open,
+    udah_responder_from_gids,
+    udah_responder_destroy,
+    udah_init_ah_from_wc,
+    udah_create_ah_from_wc,
+    udah_create_ah,
+    udah_destroy_ah,
+    udah_create_ah_batch,
+    udah_handle_async_event,
+    udah_responder_refresh,
+    udah_responder_stats,
+    udah_version,
+    udah_last_error,
+    udah_responder_open_ex,
+    udah_responder_stats_ex,
+);
+
 #[doc(hidden)]
 pub mod engine;
 #[doc(hidden)]
@@ -39,6 +67,15 @@ pub mod ffi;
 
 use engine::{AhFailure, AhPtr, Responder, Verbs};
 use ffi::{ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_gid_entry, ibv_grh, ibv_pd, ibv_wc};
+
+/// The major version of this header (the `0` of soname `libudah.so.0`).
+/// The unit tests check it, with the minor and patch, against the crate
+/// version and `udah_version()`.
+pub const UDAH_VERSION_MAJOR: u32 = 0;
+/// The minor version of this header.
+pub const UDAH_VERSION_MINOR: u32 = 1;
+/// The patch version of this header.
+pub const UDAH_VERSION_PATCH: u32 = 0;
 
 /// Profile: libibverbs' `ibv_init_ah_from_wc` (rdma-core 44), bit-exact.
 pub const UDAH_PROFILE_LIBIBVERBS: u32 = 0;
@@ -104,20 +141,54 @@ fn set_errno(e: i32) {
     unsafe { slot.write(e) };
 }
 
-/// Runs `f`, turning a panic into `fail` with `errno = EIO`.
+std::thread_local! {
+    /// The sentence of this thread's last failure (`udah_last_error`).
+    static LAST_ERROR: core::cell::RefCell<std::ffi::CString> = core::cell::RefCell::new(std::ffi::CString::default());
+}
+
+/// Records `msg` as this thread's last failure (a NUL in it ends it).
+fn set_last_error(msg: &str) {
+    let text = msg.split('\0').next().unwrap_or_default();
+    let c = std::ffi::CString::new(text).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| l.try_borrow_mut().map(|mut l| *l = c));
+}
+
+/// Runs `f`, turning a panic into `fail` with `errno = ENOTRECOVERABLE` and
+/// the panic's message as the last error.
 fn guard<R>(fail: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        set_errno(libc::EIO);
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        set_last_error(&format!("internal error (a bug in libudah): {what}"));
+        set_errno(libc::ENOTRECOVERABLE);
         fail
     })
 }
 
+/// The sentence for an errno without a more specific one.
+fn describe(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e).to_string()
+}
+
 fn fail_int(e: i32) -> c_int {
+    fail_int_msg(e, &describe(e))
+}
+
+fn fail_null<T>(e: i32) -> *mut T {
+    fail_null_msg(e, &describe(e))
+}
+
+fn fail_int_msg(e: i32, msg: &str) -> c_int {
+    set_last_error(msg);
     set_errno(e);
     -1
 }
 
-fn fail_null<T>(e: i32) -> *mut T {
+fn fail_null_msg<T>(e: i32, msg: &str) -> *mut T {
+    set_last_error(msg);
     set_errno(e);
     core::ptr::null_mut()
 }
@@ -206,9 +277,11 @@ pub unsafe extern "C" fn udah_responder_open(
 /// `pd` may be NULL (attributes only). `udah_handle_async_event` cannot
 /// refresh such a responder (`EOPNOTSUPP`).
 ///
-/// Returns NULL with errno: `EINVAL` (NULL `gids` with `n_gids` > 0, an index
-/// at or above `gid_tbl_len`, an unknown type, a zero GID), `EEXIST` (an index
-/// twice), `E2BIG` (`gid_tbl_len` above 1024).
+/// Returns NULL with errno (and a `udah_last_error` sentence), checked
+/// before anything is allocated: `EINVAL` (port 0, a link layer other than
+/// 0, 1 or 2, `n_gids` above `gid_tbl_len`, NULL `gids` with `n_gids` > 0,
+/// an index at or above `gid_tbl_len`, an unknown type, a zero GID),
+/// `EEXIST` (an index twice), `E2BIG` (`gid_tbl_len` above 1024).
 ///
 /// # Safety
 /// `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
@@ -223,25 +296,130 @@ pub unsafe extern "C" fn udah_responder_from_gids(
     pd: *mut ibv_pd,
 ) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
+        if port_num == 0 {
+            return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
+        }
+        let ll = match link_layer {
+            0 | 1 => LinkLayer::Infiniband,
+            2 => LinkLayer::Ethernet,
+            other => {
+                let msg =
+                    format!("link layer {other} is not IBV_LINK_LAYER_UNSPECIFIED (0), INFINIBAND (1) or ETHERNET (2)");
+                return fail_null_msg(libc::EINVAL, &msg);
+            }
+        };
+        if gid_tbl_len as usize > engine::GID_CAP {
+            let msg = format!("GID table has {gid_tbl_len} slots, above the responder's {}", engine::GID_CAP);
+            return fail_null_msg(libc::E2BIG, &msg);
+        }
+        if n_gids > gid_tbl_len as usize {
+            let msg = format!("{n_gids} GID entries for a table of {gid_tbl_len} slots");
+            return fail_null_msg(libc::EINVAL, &msg);
+        }
         let list: &[ibv_gid_entry] = if n_gids == 0 {
             &[]
         } else if gids.is_null() {
-            return fail_null(libc::EINVAL);
+            return fail_null_msg(libc::EINVAL, "gids is NULL with n_gids above 0");
         } else {
             // SAFETY: `gids` points to `n_gids` entries (the contract).
             unsafe { core::slice::from_raw_parts(gids, n_gids) }
         };
         let mut entries = Vec::with_capacity(list.len());
         for g in list {
-            let Some(ty) = GidType::from_raw(g.gid_type) else { return fail_null(libc::EINVAL) };
+            let Some(ty) = GidType::from_raw(g.gid_type) else {
+                let msg = format!("GID index {} has unknown type {}", g.gid_index, g.gid_type);
+                return fail_null_msg(libc::EINVAL, &msg);
+            };
             entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
         }
-        let ll = if link_layer == 2 { LinkLayer::Ethernet } else { LinkLayer::Infiniband };
         match engine::gids_from_list(port_num, ll, gid_tbl_len, entries) {
             // SAFETY: forwarded contract on `pd`.
             Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
             Err(e) => fail_null(e.0),
         }
+    })
+}
+
+/// Options of `udah_responder_open_ex`. Set `size` to
+/// `sizeof(struct udah_config)`: the library reads only the first `size`
+/// bytes (a caller compiled against an older, shorter struct gets the
+/// defaults for the fields it lacks), and fields are only ever appended.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct udah_config {
+    /// `sizeof(struct udah_config)` as the caller compiled it; at least 8
+    /// (this field and `ah_slots`).
+    pub size: u32,
+    /// AH-table slots: 0 for 1024, else a power of two. This release
+    /// validates it (at most 1024) but always allocates 1024 slots.
+    pub ah_slots: u32,
+    /// GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
+    /// validates it (at most 1024) and snapshots up to 1024 slots (a larger
+    /// port table is `E2BIG`).
+    pub gid_slots: u32,
+    /// Reserved: validated (any value) but not yet used.
+    pub max_pending_per_peer: u32,
+    /// Reserved: validated (any value) but not yet used.
+    pub max_pending_total: u32,
+}
+
+/// The configuration in `cfg` (NULL: the defaults), reading `cfg->size`
+/// bytes at most, or the errno and sentence of its first bad field.
+///
+/// # Safety
+/// `cfg` must be NULL or valid for reads of `cfg->size` bytes (at least the
+/// `size` field).
+unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, String)> {
+    let mut c = udah_config { size: core::mem::size_of::<udah_config>() as u32, ..udah_config::default() };
+    if cfg.is_null() {
+        return Ok(c);
+    }
+    // SAFETY: `cfg` is valid for reads of at least its `size` field.
+    let size = unsafe { cfg.cast::<u32>().read_unaligned() } as usize;
+    if size < 8 {
+        return Err((libc::EINVAL, format!("udah_config.size is {size}, below the 8 bytes of size and ah_slots")));
+    }
+    let n = size.min(core::mem::size_of::<udah_config>());
+    // SAFETY: `cfg` is valid for reads of `size` >= `n` bytes, `c` for
+    // writes of `n` <= its size; they do not overlap.
+    unsafe { core::ptr::copy_nonoverlapping(cfg.cast::<u8>(), (&raw mut c).cast::<u8>(), n) };
+    if c.ah_slots != 0 && (!c.ah_slots.is_power_of_two() || c.ah_slots as usize > engine::AH_CAP) {
+        return Err((
+            libc::EINVAL,
+            format!("ah_slots {} is not 0 or a power of two up to {}", c.ah_slots, engine::AH_CAP),
+        ));
+    }
+    if c.gid_slots as usize > engine::GID_CAP {
+        return Err((libc::E2BIG, format!("gid_slots {} is above the responder's {}", c.gid_slots, engine::GID_CAP)));
+    }
+    Ok(c)
+}
+
+/// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
+/// Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
+/// `ah_slots`, NULL context), `E2BIG` (`gid_slots` or the port's table above
+/// 1024), or the errno of the failed query; `udah_last_error` says which.
+///
+/// # Safety
+/// As `udah_responder_open`; `cfg` must be NULL or valid for reads of
+/// `cfg->size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_open_ex(
+    context: *mut ibv_context,
+    port_num: u8,
+    pd: *mut ibv_pd,
+    cfg: *const udah_config,
+) -> *mut udah_responder {
+    guard(core::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        if let Err((e, msg)) = unsafe { read_config(cfg) } {
+            return fail_null_msg(e, &msg);
+        }
+        if context.is_null() {
+            return fail_null_msg(libc::EINVAL, "context is NULL");
+        }
+        // SAFETY: forwarded contract.
+        unsafe { udah_responder_open(context, port_num, pd) }
     })
 }
 
@@ -399,7 +577,7 @@ pub unsafe extern "C" fn udah_destroy_ah(r: *mut udah_responder, ah: *mut ibv_ah
 ///
 /// Returns the number of AHs created (give each back with
 /// `udah_destroy_ah`), or -1 with `EINVAL` for a NULL array or a negative
-/// `n`.
+/// `n`, or a NULL responder (also when `n` is 0).
 ///
 /// # Safety
 /// `r` must be a live responder; `wcs`, `grhs` and `ahs` (and `errnos` when
@@ -415,12 +593,12 @@ pub unsafe extern "C" fn udah_create_ah_batch(
     errnos: *mut c_int,
 ) -> c_int {
     guard(-1, || {
-        let Ok(n) = usize::try_from(n) else { return fail_int(libc::EINVAL) };
+        let Ok(n) = usize::try_from(n) else { return fail_int_msg(libc::EINVAL, "batch size is negative") };
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
         if n == 0 {
             return 0;
         }
-        // SAFETY: `r` is NULL or live (the contract).
-        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
         if wcs.is_null() || grhs.is_null() || ahs.is_null() {
             return fail_int(libc::EINVAL);
         }
@@ -540,6 +718,47 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
     })
 }
 
+/// `udah_responder_stats` for a caller that passes the size of its
+/// `struct udah_stats` (`sizeof(struct udah_stats)` as it was compiled):
+/// the first `size` bytes of the counters are written (an older, shorter
+/// struct gets the counters it has; counters are only ever appended), at
+/// most `sizeof(struct udah_stats)`. Returns 0, or -1 with `EINVAL` for a
+/// NULL argument or a `size` that is not a multiple of 8.
+///
+/// # Safety
+/// `r` must be a live responder and `stats` valid for writes of `size`
+/// bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_stats_ex(
+    r: *const udah_responder,
+    stats: *mut udah_stats,
+    size: usize,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        if stats.is_null() || !size.is_multiple_of(8) {
+            return fail_int_msg(libc::EINVAL, &format!("stats is NULL or size {size} is not a multiple of 8"));
+        }
+        let c = resp.stats();
+        let n = size.min(core::mem::size_of::<udah_stats>());
+        // SAFETY: `stats` is valid for writes of `size` >= `n` bytes, `c`
+        // for reads of `n`; they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping((&raw const c).cast::<u8>(), stats.cast::<u8>(), n) };
+        0
+    })
+}
+
+/// A sentence describing the last failure of a udah call in the calling
+/// thread (for a person, not to be parsed), e.g. "GID table has 2048 slots,
+/// above the responder's 1024"; an empty string before any failure. The
+/// pointer stays valid until this thread's next failing udah call. A caught
+/// internal panic is reported as `ENOTRECOVERABLE` with its message here.
+#[unsafe(no_mangle)]
+pub extern "C" fn udah_last_error() -> *const core::ffi::c_char {
+    LAST_ERROR.try_with(|l| l.try_borrow().map(|l| l.as_ptr()).unwrap_or(c"".as_ptr())).unwrap_or(c"".as_ptr())
+}
+
 /// The library version, `"MAJOR.MINOR.PATCH"` (static storage).
 #[unsafe(no_mangle)]
 pub extern "C" fn udah_version() -> *const core::ffi::c_char {
@@ -555,5 +774,7 @@ mod tests {
         // SAFETY: a static NUL-terminated string.
         let v = unsafe { core::ffi::CStr::from_ptr(udah_version()) };
         assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+        let macros = format!("{UDAH_VERSION_MAJOR}.{UDAH_VERSION_MINOR}.{UDAH_VERSION_PATCH}");
+        assert_eq!(macros, env!("CARGO_PKG_VERSION"), "UDAH_VERSION_* and Cargo.toml disagree");
     }
 }

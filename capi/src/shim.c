@@ -9,7 +9,7 @@
 #include <infiniband/verbs.h>
 
 /* 0, or the errno value. */
-int udah_shim_query_port(struct ibv_context *ctx, uint8_t port,
+__attribute__((visibility("hidden"))) int udah_shim_query_port(struct ibv_context *ctx, uint8_t port,
 			 uint32_t *gid_tbl_len, uint8_t *link_layer)
 {
 	struct ibv_port_attr attr;
@@ -27,7 +27,7 @@ int udah_shim_query_port(struct ibv_context *ctx, uint8_t port,
 
 /* One GID-table entry: 0 (entry filled), ENODATA (empty slot), or the
  * errno value of the failed query (EINVAL past the end of the table). */
-int udah_shim_query_gid(struct ibv_context *ctx, uint8_t port, uint32_t index,
+__attribute__((visibility("hidden"))) int udah_shim_query_gid(struct ibv_context *ctx, uint8_t port, uint32_t index,
 			uint8_t gid[16], uint32_t *gid_type, uint32_t *ifindex)
 {
 	struct ibv_gid_entry e;
@@ -44,12 +44,12 @@ int udah_shim_query_gid(struct ibv_context *ctx, uint8_t port, uint32_t index,
 	return 0;
 }
 
-struct ibv_ah *udah_shim_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+__attribute__((visibility("hidden"))) struct ibv_ah *udah_shim_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	return ibv_create_ah(pd, attr);
 }
 
-int udah_shim_destroy_ah(struct ibv_ah *ah)
+__attribute__((visibility("hidden"))) int udah_shim_destroy_ah(struct ibv_ah *ah)
 {
 	return ibv_destroy_ah(ah);
 }

@@ -32,6 +32,7 @@ fn example_links_through_pkg_config() {
     for f in ["libudah.so", "libudah.a"] {
         std::fs::copy(c_libraries().join(f), lib.join(f)).expect("install lib");
     }
+    std::os::unix::fs::symlink("libudah.so", lib.join("libudah.so.0")).expect("soname link");
     std::fs::copy(repo().join("include/udah.h"), inc.join("udah.h")).expect("install header");
     let pc = std::fs::read_to_string(repo().join("capi/udah.pc.in"))
         .expect("udah.pc.in")

@@ -12,4 +12,6 @@ gcc -std=gnu11 -O2 -Wall -Wextra -Werror "$repo/capi/tests/c/ah_loop.c" -libverb
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I "$repo/include" "$repo/capi/tests/c/responder_check.c" \
   -L "$CARGO_TARGET_DIR/release" -ludah -libverbs -Wl,-rpath,'$ORIGIN' -o "$UDAH_BIN/udah-capi-check"
 cp "$CARGO_TARGET_DIR/release/libudah.so" "$UDAH_BIN/libudah.so"
+# The soname the program was linked against (NEEDED libudah.so.0).
+cp "$CARGO_TARGET_DIR/release/libudah.so" "$UDAH_BIN/libudah.so.0"
 cp "$CARGO_TARGET_DIR/release/libudah_preload.so" "$UDAH_BIN/libudah-preload.so"

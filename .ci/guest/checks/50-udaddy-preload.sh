@@ -24,8 +24,9 @@
 #                    QP"). Sharing one
 #                    AH across the 8 would break the replies; the sharing the
 #                    issue asks for is shown on one PD by ah-sharing below.
-#  ah-sharing        udah-ah-loop on one PD: repeated requests for a peer
-#                    whose AH is held are served by that one kernel AH.
+#  ah-sharing        udah-ah-loop on one PD with UDAH_PRELOAD_SHARE=1:
+#                    repeated requests for a peer whose AH is held are
+#                    served by that one kernel AH (sharing is opt-in).
 #  ah-loop-ratio     ibv_create_ah_from_wc + ibv_destroy_ah in a loop with
 #                    and without the preload (fresh and held); the ns/iter
 #                    and the ratios go to the log and $UDAH_OUT/ah-loop.txt.
@@ -107,7 +108,7 @@ if [[ $crc -eq 0 ]] && grep -q '^capi-responder: ok' "$UDAH_OUT/capi-check.log";
 # --- the loop: sharing and the ratio ------------------------------------------
 "$LOOP" "$UDAH_DEV" "${UDAH_PORT:-1}" bench "$N" "$UDAH_IPV4" "$UDAH_IPV4" >"$UDAH_OUT/loop-plain.log" 2>&1
 prc=$?
-LD_PRELOAD="$PRELOAD" UDAH_PRELOAD_STATS=1 \
+LD_PRELOAD="$PRELOAD" UDAH_PRELOAD_STATS=1 UDAH_PRELOAD_SHARE=1 \
   "$LOOP" "$UDAH_DEV" "${UDAH_PORT:-1}" bench "$N" "$UDAH_IPV4" "$UDAH_IPV4" >"$UDAH_OUT/loop-preload.log" 2>&1
 urc=$?
 sed 's/^/  loop plain| /' "$UDAH_OUT/loop-plain.log"; sed 's/^/  loop preload| /' "$UDAH_OUT/loop-preload.log"

@@ -29,14 +29,20 @@
 //!   added *below* it during the run, which a real port does not do, would
 //!   not be seen until the next re-read. A search for the zero GID, which
 //!   matches the lowest *empty* slot, is forwarded for that reason.)
-//! * `ibv_create_ah_from_wc`: the same attribute, then one kernel AH per
-//!   (PD, attribute, local GID), shared and reference counted: a second
+//! * `ibv_create_ah_from_wc`: the same attribute, then by default a kernel
+//!   AH of its own per call (only the attribute is udah's). With
+//!   `UDAH_PRELOAD_SHARE=1`, one kernel AH per (PD, attribute, local GID),
+//!   shared and reference counted. That is safe only when every destroy of
+//!   such an AH goes through the interposed `ibv_destroy_ah` (not a
+//!   `dlsym`-ed or statically linked libibverbs, which would free an AH
+//!   another holder still uses): a second
 //!   identical request returns the same `struct ibv_ah *` without a system
 //!   call. AHs are never shared across PDs (an AH must be on its QP's PD).
 //! * `ibv_destroy_ah`: on a shared AH drops one reference and destroys the
 //!   kernel AH with the last; on an AH the preload did not create, forwards.
 //!
-//! `UDAH_PRELOAD=off` forwards everything (read once, at load).
+//! `UDAH_PRELOAD=0`, `off`, `false` or `no` forwards everything (read once,
+//! at the first call).
 //! `UDAH_PRELOAD_STATS=1` prints one line of counters to stderr at exit.
 //! Any internal failure or panic falls back to the real call.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -115,7 +121,7 @@ fn real() -> Option<Real> {
 #[derive(Debug, Clone, Copy)]
 #[repr(usize)]
 enum Fallback {
-    /// `UDAH_PRELOAD=off`.
+    /// `UDAH_PRELOAD=0`, `off`, `false` or `no`.
     Disabled,
     /// A NULL argument (libibverbs' behaviour is kept, crash included).
     NullArgument,
@@ -168,6 +174,8 @@ struct Ahs {
 
 struct State {
     enabled: bool,
+    /// `UDAH_PRELOAD_SHARE=1`: identical requests share one kernel AH.
+    share: bool,
     stats: Stats,
     snapshots: Mutex<HashMap<(usize, u8), Arc<Gids>>>,
     ahs: Mutex<Ahs>,
@@ -180,10 +188,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Whether a `UDAH_PRELOAD` value leaves the preload on: `0`, `off`,
+/// `false` and `no` (any case, surrounding blanks ignored) turn it off.
+fn enabled_by(value: &str) -> bool {
+    !matches!(value.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no")
+}
+
 fn state() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
     STATE.get_or_init(|| State {
-        enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| v != "off"),
+        enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| enabled_by(&v)),
+        share: std::env::var("UDAH_PRELOAD_SHARE").is_ok_and(|v| v.trim() == "1"),
         stats: Stats::default(),
         snapshots: Mutex::new(HashMap::new()),
         ahs: Mutex::new(Ahs::default()),
@@ -504,14 +519,15 @@ pub unsafe extern "C" fn udah_preload_ibv_create_ah_from_wc(
         return core::ptr::null_mut();
     }
     match local {
-        Some(local) => catch_unwind(AssertUnwindSafe(|| shared_ah(&real, pd, &mut attr, local))).unwrap_or_else(|_| {
-            fallback(Fallback::Internal);
-            // SAFETY: the program's PD and a valid attribute.
-            unsafe { (real.create)(pd, &mut attr) }
-        }),
-        // The attribute came from the real library (or needs no GID): an
-        // AH of its own, as libibverbs makes.
-        None => {
+        Some(local) if st.share => catch_unwind(AssertUnwindSafe(|| shared_ah(&real, pd, &mut attr, local)))
+            .unwrap_or_else(|_| {
+                fallback(Fallback::Internal);
+                // SAFETY: the program's PD and a valid attribute.
+                unsafe { (real.create)(pd, &mut attr) }
+            }),
+        // Sharing is off (the default), or the attribute came from the real
+        // library (or needs no GID): an AH of its own, as libibverbs makes.
+        _ => {
             // SAFETY: the program's PD and a valid attribute.
             let ah = unsafe { (real.create)(pd, &mut attr) };
             if !ah.is_null() {
@@ -587,6 +603,16 @@ pub extern "C" fn udah_preload_stats() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udah_preload_off_values() {
+        for v in ["0", "off", "false", "no", "OFF", " No "] {
+            assert!(!enabled_by(v), "{v:?}");
+        }
+        for v in ["1", "on", "", "yes"] {
+            assert!(enabled_by(v), "{v:?}");
+        }
+    }
     use core::sync::atomic::AtomicUsize;
 
     static CREATED: AtomicUsize = AtomicUsize::new(0);

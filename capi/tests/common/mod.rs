@@ -42,6 +42,10 @@ pub(crate) fn c_libraries() -> PathBuf {
         for f in ["libudah.so", "libudah.a", "libudah_preload.so"] {
             assert!(dir.join(f).is_file(), "{} missing after the build", dir.join(f).display());
         }
+        // Programs linked with -ludah need its soname at run time.
+        let so0 = dir.join("libudah.so.0");
+        let _ = std::fs::remove_file(&so0);
+        std::os::unix::fs::symlink("libudah.so", &so0).expect("libudah.so.0 link");
         dir
     })
     .clone()
