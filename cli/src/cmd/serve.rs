@@ -558,7 +558,7 @@ pub(crate) const REPLY_BATCH: usize = 64;
 pub(crate) type Reply<H> = Result<AhHandle<<H as Hal>::Ah>, ResolveError<<H as udah_core::hal::ErrorType>::Error>>;
 
 #[cfg(any(feature = "ibverbs", test))]
-/// [`reply_ah`] for a group of polled completions: the GID snapshot
+/// The AH for each of a group of polled completions: the GID snapshot
 /// re-taken once if the backend's GID generation moved, then the group
 /// through the pipeline's staged batch ([`Responder::resolve_batch`]: past
 /// the cache, the group's table slots are prefetched side by side);
