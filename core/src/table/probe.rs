@@ -8,14 +8,13 @@ impl<H, const N: usize> AhTable<H, N> {
     /// a time; else the four differences or-ed and tested once. Which one
     /// is cheaper depends on the code around the compare, so each caller
     /// chooses (`probe::<CHAIN>` and the rest pass it on), from instruction
-    /// counts (`benches/RESULTS.md`, twelfth session): the chain for a
-    /// look-up from an attribute (`AhAttr`, `PreparedAttr`: a table hit 85.9
-    /// -> 78.6, prepared 53.9 -> 48.6, in `benches/ah_table.rs`); the or for
-    /// words, a responder's form (the chain made its `resolve` 217.1 ->
-    /// 219.8 and `ah_scale`'s batches up to 1.7 more per completion, though
-    /// a hit from words 65.9 -> 61.6), and for a session's unrolled window
-    /// scan (the chain there: a session hit 96.8 -> 97.7, `ah_scale`'s
-    /// session batch at 64 peers 299.3 -> 302.1).
+    /// counts (`benches/benches/ah_table.rs`, `ah_scale.rs`): the chain for
+    /// a look-up from an attribute (`AhAttr`, `PreparedAttr`: about 7 and 5
+    /// fewer per table hit); the or for words, a responder's form (the chain
+    /// costs its `resolve` about 3 and the staged batches up to 2 per
+    /// completion, more than it saves on a hit from words), and for a
+    /// session's unrolled window scan (the chain costs a session hit about 1
+    /// and its batch about 3).
     #[inline(always)]
     pub(super) fn key_matches<const CHAIN: bool>(slot: &Slot, key: &Key) -> bool {
         let [k0, k1, k2, k3] = &slot.key;
