@@ -207,27 +207,28 @@ where
             Ok(l2) => l2,
             Err(e) => return fail(e),
         };
-        // A backend out of AHs (ENOMEM: the device's AH limit) gets one more
-        // try once the CLOCK hand has evicted an idle entry, which frees its
-        // AH; a second failure is the caller's, so a device whose limit
-        // others hold costs two creates, not one per cached entry. Neither
-        // create nor the eviction's destroy runs under a lock: look-ups,
-        // releases and other creates go on meanwhile, and the eviction takes
-        // only an unreferenced entry (its refcount is 0 in the CAS that
-        // claims it), never one a handle or lease holds.
-        let ah = match hal.create_ah(attr, l2.as_ref()) {
-            Ok(ah) => ah,
-            Err(e) if e.kind() == ErrorKind::OutOfResources => {
-                if !self.evict_one(hal) {
-                    return fail(e);
+        // A backend out of AHs (ENOMEM: the device's AH limit) is retried
+        // once per idle entry the CLOCK hand evicts, which frees its AH; when
+        // nothing idle is left the error is the caller's. So a create fails
+        // with `OutOfResources` only when every AH of this table is held
+        // (`tests/table_model.rs`), whatever the limit, and each retry is paid
+        // for by a destroy. Neither create nor the eviction's destroy runs
+        // under a lock: look-ups, releases and other creates go on meanwhile,
+        // and the eviction takes only an unreferenced entry (its refcount is
+        // 0 in the CAS that claims it), never one a handle or lease holds.
+        let mut evictions_left = N;
+        let ah = loop {
+            match hal.create_ah(attr, l2.as_ref()) {
+                Ok(ah) => break ah,
+                Err(e) if e.kind() == ErrorKind::OutOfResources && evictions_left > 0 => {
+                    evictions_left = evictions_left.wrapping_sub(1);
+                    if !self.evict_one(hal) {
+                        return fail(e);
+                    }
+                    bump(&self.counters.backend_failures);
                 }
-                bump(&self.counters.backend_failures);
-                match hal.create_ah(attr, l2.as_ref()) {
-                    Ok(ah) => ah,
-                    Err(e) => return fail(e),
-                }
+                Err(e) => return fail(e),
             }
-            Err(e) => return fail(e),
         };
         bump(&self.counters.creates);
         let token = ah.into_token();
