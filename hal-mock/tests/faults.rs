@@ -1,9 +1,11 @@
-//! A create that fails with ENOMEM (the device's AH limit, the mock's
-//! `Faults::max_live_ahs`) evicts an idle entry and retries once: through
-//! `AhTable`, the create path libudah and `udah serve` both use.
+//! Injected create faults: the typed errors the mock's `MockHal` returns,
+//! and what `AhTable` (the create path libudah and `udah serve` both use)
+//! does when a create fails with ENOMEM (the device's AH limit,
+//! `Faults::max_live_ahs`): it evicts an idle entry and retries, never
+//! evicts a held one, and returns the typed error when nothing idle is left.
 
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
-use udah_core::hal::ErrorKind;
+use udah_core::hal::{ErrorKind, Hal};
 use udah_core::table::{AhTable, TableError};
 use udah_core::wire::Gid;
 use udah_hal_mock::{Fabric, Faults, MockHal, PortConfig};
@@ -38,6 +40,27 @@ fn attr(k: u8) -> AhAttr {
     }
 }
 
+type Table = AhTable<MockHal, 64>;
+
+/// A port of `limit` AHs with `faults`, and a table holding the AHs of
+/// peers 2 and 3.
+fn two_entries(
+    limit: usize,
+    faults: Faults,
+) -> (
+    Fabric,
+    MockHal,
+    Table,
+    udah_core::table::AhHandle<udah_hal_mock::MockAh>,
+    udah_core::table::AhHandle<udah_hal_mock::MockAh>,
+) {
+    let (f, hal) = port(limit, faults);
+    let t = Table::new();
+    let a = t.get_or_create(&hal, &attr(2)).unwrap();
+    let b = t.get_or_create(&hal, &attr(3)).unwrap();
+    (f, hal, t, a, b)
+}
+
 fn kind<T>(r: Result<T, TableError<udah_hal_mock::MockError>>) -> Option<ErrorKind> {
     match r {
         Err(TableError::Backend(e)) => Some(e.kind),
@@ -47,10 +70,7 @@ fn kind<T>(r: Result<T, TableError<udah_hal_mock::MockError>>) -> Option<ErrorKi
 
 #[test]
 fn enomem_evicts_an_idle_entry_and_retries_once() {
-    let (f, hal) = port(2, Faults::default());
-    let t: AhTable<MockHal, 64> = AhTable::new();
-    let a = t.get_or_create(&hal, &attr(2)).unwrap();
-    let b = t.get_or_create(&hal, &attr(3)).unwrap();
+    let (f, hal, t, a, b) = two_entries(2, Faults::default());
     t.release(&hal, a).unwrap();
     t.release(&hal, b).unwrap();
     // The device is full of idle entries: the third create fails once,
@@ -65,10 +85,7 @@ fn enomem_evicts_an_idle_entry_and_retries_once() {
 
 #[test]
 fn enomem_never_evicts_a_held_entry() {
-    let (f, hal) = port(2, Faults::default());
-    let t: AhTable<MockHal, 64> = AhTable::new();
-    let a = t.get_or_create(&hal, &attr(2)).unwrap();
-    let b = t.get_or_create(&hal, &attr(3)).unwrap();
+    let (f, hal, t, a, b) = two_entries(2, Faults::default());
     // Both held: nothing to evict, so no retry, and the typed error.
     assert_eq!(kind(t.get_or_create(&hal, &attr(4))), Some(ErrorKind::OutOfResources));
     let (s, fc) = (t.stats(), f.counters());
@@ -93,10 +110,7 @@ fn a_second_enomem_is_the_callers() {
     // Attempt 4 (the retry of the third peer's create) fails as if another
     // user of the device had taken the AH the eviction freed.
     let faults = Faults { fail_nth: vec![(4, ErrorKind::OutOfResources)], ..Faults::default() };
-    let (f, hal) = port(2, faults);
-    let t: AhTable<MockHal, 64> = AhTable::new();
-    let a = t.get_or_create(&hal, &attr(2)).unwrap();
-    let b = t.get_or_create(&hal, &attr(3)).unwrap();
+    let (f, hal, t, a, b) = two_entries(2, faults);
     t.release(&hal, b).unwrap();
     assert_eq!(kind(t.get_or_create(&hal, &attr(4))), Some(ErrorKind::OutOfResources));
     // Two attempts for that look-up, one eviction between them, no third.
@@ -108,4 +122,23 @@ fn a_second_enomem_is_the_callers() {
     let c = t.get_or_create(&hal, &attr(4)).unwrap();
     t.release(&hal, c).unwrap();
     t.release(&hal, a).unwrap();
+}
+
+#[test]
+fn injected_faults_surface_as_typed_errors() {
+    let f = Fabric::new(9);
+    let faults = Faults { max_live_ahs: Some(1), fail_nth: vec![(2, ErrorKind::Timeout)], ..Faults::default() };
+    let r = f.add_port(PortConfig::roce([0x02, 0, 0, 0, 2, 1]).with_ipv4([10, 1, 0, 1]).with_faults(faults));
+    let hal = MockHal::new(&f, r.device);
+    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 2]), [2, 0, 0, 0, 2, 2]);
+    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 3]), [2, 0, 0, 0, 2, 3]);
+    let a = hal.create_ah(&attr(2), None).unwrap();
+    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::Timeout);
+    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::OutOfResources);
+    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::OutOfResources);
+    hal.destroy_ah(a).unwrap();
+    assert_eq!(hal.destroy_ah(a).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::Unreachable);
+    let c = f.counters();
+    assert_eq!((c.ah_creates, c.ah_destroys, c.ah_bad_destroys, c.live_ahs()), (1, 1, 1, 0));
 }
