@@ -5,11 +5,11 @@
 //! reach the exact sender QP, from the responder's address.
 
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
-use udah_core::hal::{ErrorKind, Hal};
+use udah_core::hal::Hal;
 use udah_core::wire::{Gid, grh, ipv4};
 use udah_core::{GidEntry, GidType};
 use udah_hal_mock::responder::{Mode, ReplyError, Responder};
-use udah_hal_mock::{Fabric, Faults, FrontFill, MockHal, PortConfig, PortId, Qpn, Quirks};
+use udah_hal_mock::{Fabric, FrontFill, MockHal, PortConfig, PortId, Qpn, Quirks};
 
 const QKEY: u32 = 0x1111_1111;
 
@@ -234,39 +234,6 @@ fn gid_change_retires_the_address() {
     f.post_send(p.qpn, p.ah, resp.qpn(), QKEY, b"again").unwrap();
     assert!(f.poll(resp.qpn()).is_none());
     assert_eq!(f.counters().dropped_no_route, 1);
-}
-
-#[test]
-fn injected_faults_surface_as_typed_errors() {
-    let f = Fabric::new(9);
-    let faults = Faults { max_live_ahs: Some(1), fail_nth: vec![(2, ErrorKind::Timeout)], ..Faults::default() };
-    let r = f.add_port(PortConfig::roce([0x02, 0, 0, 0, 2, 1]).with_ipv4([10, 1, 0, 1]).with_faults(faults));
-    let hal = MockHal::new(&f, r.device);
-    let attr = |k: u8| AhAttr {
-        port: PortNum::new(1).unwrap(),
-        dlid: 0,
-        sl: Sl::default(),
-        src_path_bits: 0,
-        static_rate: 0,
-        grh: Some(GlobalRoute {
-            dgid: Gid::from_ipv4([10, 1, 0, k]),
-            flow_label: FlowLabel::default(),
-            sgid_index: 3,
-            hop_limit: 64,
-            traffic_class: 0,
-        }),
-    };
-    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 2]), [2, 0, 0, 0, 2, 2]);
-    f.set_neighbour(Gid::from_ipv4([10, 1, 0, 3]), [2, 0, 0, 0, 2, 3]);
-    let a = hal.create_ah(&attr(2), None).unwrap();
-    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::Timeout);
-    assert_eq!(hal.create_ah(&attr(3), None).unwrap_err().kind, ErrorKind::OutOfResources);
-    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::OutOfResources);
-    hal.destroy_ah(a).unwrap();
-    assert_eq!(hal.destroy_ah(a).unwrap_err().kind, ErrorKind::InvalidArgument);
-    assert_eq!(hal.create_ah(&attr(9), None).unwrap_err().kind, ErrorKind::Unreachable);
-    let c = f.counters();
-    assert_eq!((c.ah_creates, c.ah_destroys, c.ah_bad_destroys, c.live_ahs()), (1, 1, 1, 0));
 }
 
 #[test]
