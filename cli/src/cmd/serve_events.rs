@@ -7,7 +7,7 @@ use udah_core::hal::{AhToken, Hal};
 use udah_core::wire::Gid;
 use udah_hal_ibverbs::netevents::{NeighChange, Neighbours, NetEvent, NetWatch, gid_of};
 
-use super::serve::Pipeline;
+use super::pipeline::Pipeline;
 
 /// How many receive-loop turns may pass between two reads of the watcher
 /// when the receive queue is never empty (one non-blocking `recv` each).

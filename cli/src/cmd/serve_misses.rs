@@ -9,7 +9,7 @@ use udah_core::hal::{AhToken, Error as _, ErrorKind, Hal};
 use udah_core::wire::{Area, Gid};
 use udah_hal_ibverbs::{IbverbsHal, WorkCompletion};
 
-use super::serve::{Pipeline, release};
+use super::pipeline::{Pipeline, release};
 use udah_cli::miss_queue::{Admit, Limits, MissQueue};
 
 /// A request kept until its destination resolves: the completion, its
