@@ -276,6 +276,9 @@ struct Stats {
     refused: u64,
     /// Held requests dropped because their destination did not resolve.
     unresolved: u64,
+    /// Requests to destinations without an AH refused while the port was
+    /// down.
+    refused_port_down: u64,
 }
 
 #[cfg(feature = "ibverbs")]
@@ -287,7 +290,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     // (the borrows make it so), after `shutdown` retired every AH.
     let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
     let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth)?;
-    hal.start_event_listener()?;
+    let mut events = super::serve_events::NetEvents::open(&hal, args.port)?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
     // `validate` refused port 0 already.
     let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
@@ -363,7 +366,6 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut out: Vec<Option<_>> = (0..REPLY_BATCH).map(|_| None).collect();
     let mut fault: Option<(String, u8)> = None;
     let mut injected = false;
-    let mut events = super::serve_events::NetEvents::open();
     let mut logged = std::collections::HashSet::new();
     let mut misses = super::serve_misses::Misses::start(&hal, args.pending_per_peer, args.pending_total);
     let mut ready = Vec::new();
@@ -398,7 +400,7 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         }
         wcs.clear();
         vp.recv_cq.poll(&mut wcs)?;
-        events.turn(wcs.is_empty(), &mut pipeline, &mut |gid| misses.forget(gid));
+        events.turn(wcs.is_empty(), &hal, &mut pipeline, |gid| misses.forget(gid));
         if wcs.is_empty() {
             std::thread::yield_now();
         }
@@ -428,8 +430,15 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
+            let item = (wc, area, payload);
+            // While the port is down only requests to AHs in the table are
+            // answered.
+            if !events.creating() && !misses.is_hit(&mut pipeline, &item) {
+                st.refused_port_down += 1;
+                continue;
+            }
             // A destination not yet resolved waits off this loop.
-            match misses.admit(&mut pipeline, (wc, area, payload)) {
+            match misses.admit(&mut pipeline, item) {
                 udah_cli::miss_queue::Admit::Go((wc, area, payload)) => group.push((wc, wc.ibv(), area, payload)),
                 udah_cli::miss_queue::Admit::Held => {}
                 udah_cli::miss_queue::Admit::Refused(..) => st.refused += 1,
@@ -501,9 +510,18 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         println!("stopped by a signal");
     }
     print_stats(&st, &pipeline, start.elapsed());
+    let ec = events.counts();
     println!(
-        "network events: {} neighbour MAC change(s), {} AH(s) retired for them, {} link change(s)",
-        events.mac_changes, events.retired, events.links
+        "network events: {} neighbour MAC change(s), {} AH(s) retired for them, {} link change(s); port: {} error(s), \
+         {} active, {} request(s) refused while down; {} GID event(s), {} local change(s)",
+        ec.mac_changes,
+        ec.retired,
+        ec.links,
+        ec.port_errors,
+        ec.port_actives,
+        st.refused_port_down,
+        ec.gid_changes,
+        ec.local_changes
     );
     println!("{}", misses.line(st.refused, st.unresolved));
     if !args.allow.is_empty() {

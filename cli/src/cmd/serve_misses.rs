@@ -67,6 +67,23 @@ impl Misses {
         }
     }
 
+    /// Whether `item`'s AH is in the table (or the profile refuses it, which
+    /// the answer path reports): what may still be answered while no AH
+    /// can be created.
+    pub(crate) fn is_hit<H: Hal>(&self, pipeline: &mut Pipeline<'_, H>, item: &Held) -> bool
+    where
+        H::Ah: AhToken,
+    {
+        let Ok(words) = pipeline.words(&item.0.ibv(), &item.1) else { return true };
+        match pipeline.cache().table().get(&words) {
+            Some(h) => {
+                release(pipeline, h);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Appends the held requests whose destination resolved to `ready`;
     /// counts (and reports) those whose destination did not.
     pub(crate) fn completed(&mut self, ready: &mut Vec<Held>, unresolved: &mut u64) {

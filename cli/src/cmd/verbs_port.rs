@@ -19,7 +19,7 @@ pub(crate) fn default_gid_index(gids: &PortGids, ipv4: Option<bool>) -> Option<u
 
 /// A UD QP at RTS on a port of a backend, its CQs and buffers. The backend
 /// is borrowed, not owned, so that the QP's sends and receives (which write
-/// the buffers: `&mut self`) and a [`Pipeline`] (whose AHs they send
+/// the buffers: `&mut self`) and a [`Pipeline`](super::pipeline::Pipeline) (whose AHs they send
 /// through) share it, and so that it outlives both: the QP and every AH
 /// are gone before the backend closes its PD and context.
 pub(crate) struct VerbsPort<'h> {
