@@ -20,7 +20,7 @@ pub(crate) mod serve;
 pub(crate) mod serve_check;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod serve_events;
-#[cfg(feature = "ibverbs")]
+#[cfg(any(feature = "ibverbs", test))]
 pub(crate) mod serve_misses;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod verbs_port;

@@ -131,7 +131,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use core::cell::Cell;
     use udah_core::ah::AhAttr;
@@ -189,7 +189,7 @@ mod tests {
         }
     }
 
-    fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
+    pub(crate) fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
         let mut h = [0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         h[12..16].copy_from_slice(&src);
         h[16..20].copy_from_slice(&dst);
