@@ -350,6 +350,18 @@ impl IbverbsHal {
         lock(&self.shared.fault).clone()
     }
 
+    /// Checks that the device is still registered ([`Context::is_registered`]),
+    /// as the listener does whenever 100 ms pass without an event: when it
+    /// is gone, that becomes the [`fault`](Self::fault). For an application
+    /// that reads the events itself (no listener). Returns whether it is.
+    pub fn check_registered(&self) -> bool {
+        let ok = self.shared.ctx.is_registered();
+        if !ok {
+            self.shared.set_fault(DeviceFault::Unregistered(self.shared.ctx.uverbs_path()));
+        }
+        ok
+    }
+
     /// The device name.
     pub fn device(&self) -> &str {
         self.shared.ctx.name()

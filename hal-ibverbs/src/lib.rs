@@ -60,7 +60,9 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod enums;
+mod epoll;
 pub mod error;
+pub mod events;
 #[doc(hidden)]
 pub mod ffi;
 pub mod gid;

@@ -503,12 +503,38 @@ impl Context {
         }
     }
 
+    /// The file descriptor the context's asynchronous events arrive on
+    /// (readable when one waits); poll it, then
+    /// [`wait_async_event`](Self::wait_async_event)`(0)`.
+    pub fn async_fd(&self) -> std::os::fd::RawFd {
+        // SAFETY: reading a plain `int` field of the open context.
+        unsafe { (*self.ptr()).async_fd }
+    }
+
+    /// Makes the asynchronous-event fd non-blocking (`O_NONBLOCK`), so that
+    /// a read with nothing waiting returns instead of blocking: for a
+    /// caller that polls the fd in its own loop.
+    pub fn set_async_nonblocking(&self) -> Result<(), VerbsError> {
+        let fd = self.async_fd();
+        // SAFETY: `fcntl(F_GETFL)` on the context's open fd reads its flags.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(VerbsError::verb(Op::GetAsyncEvent, last_errno()).on_device(self.name()));
+        }
+        // SAFETY: `fcntl(F_SETFL)` on the same fd with its flags plus
+        // `O_NONBLOCK`; no memory is passed.
+        let r = unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        if r < 0 {
+            return Err(VerbsError::verb(Op::GetAsyncEvent, last_errno()).on_device(self.name()));
+        }
+        Ok(())
+    }
+
     /// Waits up to `timeout_ms` for an asynchronous event, then reads and
     /// acknowledges it (`ibv_get_async_event` + `ibv_ack_async_event`).
     /// `Ok(None)` on timeout or signal.
     pub fn wait_async_event(&self, timeout_ms: i32) -> Result<Option<AsyncEvent>, VerbsError> {
-        // SAFETY: reading a plain `int` field of the open context.
-        let fd = unsafe { (*self.ptr()).async_fd };
+        let fd = self.async_fd();
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         // SAFETY: `pfd` is one valid `pollfd`, and the count says 1.
         let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };

@@ -497,12 +497,44 @@ pub(crate) fn tos_to_priority(tos: u8) -> u16 {
 #[derive(Debug, Clone)]
 pub struct Fabric {
     pub(crate) state: Arc<Mutex<State>>,
+    /// Destinations whose [`resolve_l2`](udah_core::hal::Hal::resolve_l2)
+    /// blocks ([`Fabric::stall_resolve`]), and the condition their callers
+    /// wait on. Apart from `state`, so that a blocked resolution holds no
+    /// lock the rest of the fabric needs.
+    stalls: Arc<(Mutex<std::collections::HashSet<udah_core::wire::Gid>>, std::sync::Condvar)>,
 }
 
 impl Fabric {
     /// An empty fabric whose random choices come from `seed`.
     pub fn new(seed: u64) -> Fabric {
-        Fabric { state: Arc::new(Mutex::new(State { rng: seed, ..State::default() })) }
+        Fabric { state: Arc::new(Mutex::new(State { rng: seed, ..State::default() })), stalls: Arc::default() }
+    }
+
+    /// Makes every [`resolve_l2`](udah_core::hal::Hal::resolve_l2) of an AH
+    /// to `dgid` block until [`release_resolve`](Self::release_resolve):
+    /// an address whose neighbour never answers, deterministically (no
+    /// timer).
+    pub fn stall_resolve(&self, dgid: udah_core::wire::Gid) {
+        let (set, _) = &*self.stalls;
+        set.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(dgid);
+    }
+
+    /// Lets the resolutions blocked on `dgid` (and later ones) go on: they
+    /// then fail with `Unreachable` unless the fabric has a neighbour entry
+    /// for it.
+    pub fn release_resolve(&self, dgid: &udah_core::wire::Gid) {
+        let (set, cv) = &*self.stalls;
+        set.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(dgid);
+        cv.notify_all();
+    }
+
+    /// Blocks while `dgid` is stalled ([`stall_resolve`](Self::stall_resolve)).
+    pub(crate) fn wait_resolve(&self, dgid: &udah_core::wire::Gid) {
+        let (set, cv) = &*self.stalls;
+        let mut g = set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while g.contains(dgid) {
+            g = cv.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {

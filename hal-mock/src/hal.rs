@@ -134,6 +134,9 @@ impl Hal for MockHal {
 
     fn resolve_l2(&self, attr: &AhAttr) -> Result<Option<L2Info>, MockError> {
         const OP: &str = "resolve_l2";
+        if let Some(g) = attr.grh {
+            self.fabric.wait_resolve(&g.dgid);
+        }
         self.fabric.with_state(|s| {
             let (ll, entries, _, quirks) =
                 s.port_state(self.id(attr.port)).ok_or(MockError::new(OP, ErrorKind::NotFound, "no such port"))?;

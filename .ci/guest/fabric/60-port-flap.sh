@@ -3,6 +3,10 @@
 # NIC down and up again (rxe0's port goes DOWN, then ACTIVE), b pings again.
 #   a: port-flap:serve    serve is still running after the flap, reports the
 #                         link going down and coming up, and no panic;
+#      port-flap:events   serve's event engine saw the port go down
+#                         (IBV_EVENT_PORT_ERR: no AH created until active)
+#                         and active again (GIDs re-read, creating again),
+#                         and its final line counts 1 error and 1 active;
 #   b: port-flap:before, port-flap:after   N/N replies each (after: once
 #                         rxe0 on a is ACTIVE again).
 set -uo pipefail
@@ -36,6 +40,20 @@ serve_side() {
     fail port-flap:serve "serve did not report both link events: $(grep '^event: link' "$SERVE_LOG" | tr '\n' ';')"
   else
     pass port-flap:serve
+  fi
+  local counts
+  counts=$(grep -m1 -oE 'port: [0-9]+ error\(s\), [0-9]+ active, [0-9]+ request\(s\) refused while down' "$SERVE_LOG" || true)
+  echo "port events: $(grep -E '^event: port ' "$SERVE_LOG" | tr '\n' ';') ${counts:-no count line}"
+  if ! grep -qE '^event: port [0-9]+ down \(IBV_EVENT_PORT_ERR\): no AH is created' "$SERVE_LOG"; then
+    fail port-flap:events "serve did not report the port going down"
+  elif ! grep -qE '^event: port [0-9]+ active \(IBV_EVENT_PORT_ACTIVE\): GIDs re-read, creating again' "$SERVE_LOG"; then
+    fail port-flap:events "serve did not report the port active again"
+  elif ! grep -qE '^event: port [0-9]+ active' <(sed -n '/^event: port [0-9]* down/,$p' "$SERVE_LOG"); then
+    fail port-flap:events "the port-active line does not follow the port-down line"
+  elif [[ "$counts" != "port: 1 error(s), 1 active,"* ]]; then
+    fail port-flap:events "counts: ${counts:-none}"
+  else
+    pass port-flap:events
   fi
 }
 

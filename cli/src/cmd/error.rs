@@ -8,10 +8,9 @@ use udah_core::wire::Gid;
 #[cfg(feature = "ibverbs")]
 use udah_hal_ibverbs::VerbsError;
 
-use super::ping::{MIN_SIZE, MOCK_MTU};
-use super::serve::EXIT_USAGE;
+use super::common::{EXIT_USAGE, MIN_SIZE, MOCK_MTU};
 #[cfg(feature = "ibverbs")]
-use super::serve::UD_PINGPONG_PORT;
+use super::pingpong::UD_PINGPONG_PORT;
 
 /// A command-line mistake of `serve` or `ping`: refused before anything runs
 /// (or, for `ping --hal ibverbs`, as soon as the port's facts show it), with

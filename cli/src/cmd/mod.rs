@@ -2,18 +2,28 @@
 
 use std::process::ExitCode;
 
+pub(crate) mod common;
 pub(crate) mod conform;
 pub(crate) mod demo;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod devices;
 pub(crate) mod error;
+pub(crate) mod mock_fabric;
 pub(crate) mod ping;
+#[cfg(any(feature = "ibverbs", test))]
+pub(crate) mod pingpong;
+#[cfg(any(feature = "ibverbs", test))]
+pub(crate) mod pipeline;
 pub(crate) mod replay;
 pub(crate) mod serve;
 #[cfg(feature = "ibverbs")]
-pub(crate) mod serve_events;
+pub(crate) mod serve_check;
 #[cfg(feature = "ibverbs")]
+pub(crate) mod serve_events;
+#[cfg(any(feature = "ibverbs", test))]
 pub(crate) mod serve_misses;
+#[cfg(feature = "ibverbs")]
+pub(crate) mod verbs_port;
 
 /// Exit code of a verbs command (`devices`, `serve/ping --hal ibverbs`) in a
 /// `udah` built without the `ibverbs` feature.

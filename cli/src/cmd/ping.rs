@@ -21,12 +21,15 @@ use udah_core::wire::Gid;
 use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
+use super::common::{DEFAULT_QKEY_HEX, HalKind, MIN_SIZE, MOCK_MTU, MockLink, parse_u32};
 use super::error::UsageError;
 #[cfg(feature = "ibverbs")]
 use super::error::VerbsCmdError;
-use super::serve::{DEFAULT_QKEY_HEX, HalKind, MockLink, mock_setup, parse_u32};
+use super::mock_fabric::mock_setup;
 #[cfg(feature = "ibverbs")]
-use super::serve::{PingpongAddr, VerbsPort, default_gid_index, pingpong_client_exchange, pingpong_psn};
+use super::pingpong::{PingpongAddr, pingpong_client_exchange, pingpong_psn};
+#[cfg(feature = "ibverbs")]
+use super::verbs_port::{VerbsPort, default_gid_index};
 
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
@@ -85,13 +88,6 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SERVER")]
     ud_pingpong: Option<String>,
 }
-
-/// The MTU `ping --hal mock` enforces (the mock fabric has none; 4096 is
-/// RoCE's largest).
-pub(crate) const MOCK_MTU: usize = 4096;
-
-/// The smallest payload: the sequence number.
-pub(crate) const MIN_SIZE: usize = 8;
 
 /// The command-line mistakes `ping` refuses before doing anything.
 fn validate(args: &Args) -> Result<(), UsageError> {
