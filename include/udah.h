@@ -234,6 +234,19 @@ struct ibv_ah *udah_create_ah(struct udah_responder *r, const struct ibv_ah_attr
 // `r` must be a live responder. `ah` is only compared, never dereferenced.
 int udah_destroy_ah(struct udah_responder *r, struct ibv_ah *ah);
 
+// Whether an AH this responder handed out (and that has not been given
+// back) is still the current AH of its peer. A retired AH (its GID changed
+// or its entry was replaced) stays valid until given back with
+// `udah_destroy_ah`; a holder that sees 0 can ask for a new one.
+//
+// Returns 1 (current), 0 (retired), or -1 with `EINVAL` for a NULL
+// responder or an AH this responder has not out.
+//
+// # Safety
+// `r` must be NULL or a live responder. `ah` is only compared, never
+// dereferenced.
+int udah_ah_is_current(struct udah_responder *r, struct ibv_ah *ah);
+
 // `udah_create_ah_from_wc` for a polled CQ array: `wcs[i]` with the 40
 // bytes at `grhs[i]`, for i < `n`. `ahs[i]` receives the AH or NULL; when
 // `errnos` is not NULL, `errnos[i]` receives 0 or the errno of entry i.

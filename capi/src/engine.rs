@@ -736,6 +736,52 @@ impl Responder {
         Err(libc::EINVAL)
     }
 
+    /// Whether `ah`, handed out by this responder and not yet given back,
+    /// is still the current AH of its peer: `Ok(false)` once retired (a GID
+    /// change or eviction replaced it; the handle stays valid until given
+    /// back), `EINVAL` for an AH this responder has not out.
+    pub fn is_current(&self, ah: AhPtr) -> Result<bool, i32> {
+        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
+            && let Some(r) = self.anchor_current(out, ah)
+        {
+            return Ok(r);
+        }
+        for out in self.out.iter() {
+            if out.token.load(Ordering::Relaxed) == ah.0
+                && let Some(r) = self.anchor_current(out, ah)
+            {
+                return Ok(r);
+            }
+        }
+        Err(libc::EINVAL)
+    }
+
+    /// Whether the anchor of `out` is current, when `out` holds references
+    /// to `ah` (`None` otherwise). Sets `BUSY` for the read, as the
+    /// transitions that write the anchor do, and restores the word after.
+    fn anchor_current(&self, out: &Out, ah: AhPtr) -> Option<bool> {
+        let mut w = out.word.load(Ordering::Acquire);
+        loop {
+            if w & BUSY != 0 {
+                w = out.settled();
+            }
+            if w & COUNT == 0 || out.token.load(Ordering::Relaxed) != ah.0 {
+                return None;
+            }
+            match out.word.compare_exchange_weak(w, w | BUSY, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    // SAFETY: this thread set `BUSY`: it alone touches the
+                    // anchor until the store below clears it.
+                    let current = unsafe { (*out.anchor.get()).as_ref().map(|h| self.table.is_current(h)) };
+                    out.word.store(w, Ordering::Release);
+                    return current;
+                }
+                Err(cur) => w = cur,
+            }
+        }
+    }
+
     /// One reference to `ah` back to `out`: `None` when `out` has none of it.
     fn give_back(&self, out: &Out, ah: AhPtr) -> Option<Result<(), i32>> {
         let mut w = out.word.load(Ordering::Acquire);
@@ -1093,6 +1139,26 @@ mod tests {
         });
         assert_eq!(r.destroy_ah(ah), Err(libc::EINVAL));
         assert_eq!(r.stats().ahs_outstanding, 0);
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn a_held_ah_reports_current_until_retired_and_unknown_after_give_back() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let ah = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        let again = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        assert_eq!(ah, again);
+        assert_eq!(r.is_current(ah), Ok(true));
+        assert_eq!(r.is_current(AhPtr(16)), Err(libc::EINVAL), "not ours");
+        assert_eq!(r.table.retire_all(&r.backend), 1);
+        assert_eq!(r.is_current(ah), Ok(false), "retired, still held");
+        r.destroy_ah(ah).unwrap();
+        assert_eq!(r.is_current(ah), Ok(false), "one reference still out");
+        r.destroy_ah(again).unwrap();
+        assert_eq!(r.is_current(ah), Err(libc::EINVAL), "given back");
         r.close().unwrap();
         assert_eq!(r.stats().kernel_ahs_live, 0);
     }

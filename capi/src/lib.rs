@@ -61,6 +61,7 @@ symbol_versions!("UDAH_0.1":
     udah_last_error,
     udah_responder_open_ex,
     udah_responder_stats_ex,
+    udah_ah_is_current,
 );
 
 #[doc(hidden)]
@@ -568,6 +569,32 @@ pub unsafe extern "C" fn udah_destroy_ah(r: *mut udah_responder, ah: *mut ibv_ah
         }
         match resp.destroy_ah(AhPtr(ah.expose_provenance() as u64)) {
             Ok(()) => 0,
+            Err(e) => fail_int(e),
+        }
+    })
+}
+
+/// Whether an AH this responder handed out (and that has not been given
+/// back) is still the current AH of its peer. A retired AH (its GID changed
+/// or its entry was replaced) stays valid until given back with
+/// `udah_destroy_ah`; a holder that sees 0 can ask for a new one.
+///
+/// Returns 1 (current), 0 (retired), or -1 with `EINVAL` for a NULL
+/// responder or an AH this responder has not out.
+///
+/// # Safety
+/// `r` must be NULL or a live responder. `ah` is only compared, never
+/// dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_ah_is_current(r: *mut udah_responder, ah: *mut ibv_ah) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
+        if ah.is_null() {
+            return fail_int(libc::EINVAL);
+        }
+        match resp.is_current(AhPtr(ah.expose_provenance() as u64)) {
+            Ok(c) => c_int::from(c),
             Err(e) => fail_int(e),
         }
     })
