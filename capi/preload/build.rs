@@ -7,4 +7,6 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={dir}/preload.map");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libudah-preload.so");
     println!("cargo:rustc-cdylib-link-arg=-ldl");
+    // libudah (an rlib, i.e. an archive here) keeps its udah_* symbols local.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
 }
