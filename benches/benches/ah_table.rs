@@ -55,7 +55,7 @@ use criterion::Criterion;
 use udah_benches::scale::BenchHal;
 use udah_benches::{Family, Fixture, SEED};
 use udah_core::GidTable;
-use udah_core::ah::{AhAttr, AttrWords, FlowLabel, GlobalRoute, IbvWc, PortNum, Sl, libibverbs};
+use udah_core::ah::{AhAttr, AttrWords, IbvWc, PortNum, libibverbs};
 use udah_core::attr::CanonicalWords;
 use udah_core::hal::Hal;
 use udah_core::responder::{Config, Responder};
@@ -156,20 +156,7 @@ impl Inputs {
 
 /// A fresh attribute per `i` (for the miss benchmark).
 fn unique_attr(i: u64) -> AhAttr {
-    AhAttr {
-        port: PortNum::new(1).unwrap(),
-        dlid: 0,
-        sl: Sl::new(0).unwrap(),
-        src_path_bits: 0,
-        static_rate: 0,
-        grh: Some(GlobalRoute {
-            dgid: Gid::from_u128(0xfd00_u128 << 112 | u128::from(i)),
-            flow_label: FlowLabel::new(0).unwrap(),
-            sgid_index: 1,
-            hop_limit: 64,
-            traffic_class: 0,
-        }),
-    }
+    AhAttr::routed(PortNum::new(1).unwrap(), Gid::from_u128(0xfd00_u128 << 112 | u128::from(i)), 1, 64)
 }
 
 /// Runs `op(thread, i)` `iters` times on each of `threads` threads at once;

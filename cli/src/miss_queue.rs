@@ -237,23 +237,10 @@ mod tests {
     use core::time::Duration;
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
-    use udah_core::ah::{FlowLabel, GlobalRoute, PortNum, Sl};
+    use udah_core::ah::PortNum;
 
     fn attr(last: u8) -> AhAttr {
-        AhAttr {
-            port: PortNum::new(1).unwrap(),
-            dlid: 0,
-            sl: Sl::new(0).unwrap(),
-            src_path_bits: 0,
-            static_rate: 0,
-            grh: Some(GlobalRoute {
-                dgid: Gid::from_ipv4([198, 18, 0, last]),
-                flow_label: FlowLabel::new(0).unwrap(),
-                sgid_index: 1,
-                hop_limit: 64,
-                traffic_class: 0,
-            }),
-        }
+        AhAttr::routed(PortNum::new(1).unwrap(), Gid::from_ipv4([198, 18, 0, last]), 1, 64)
     }
 
     fn wait_completed<T>(q: &mut MissQueue<T>, want: usize) -> Vec<(Result<(), String>, T)> {

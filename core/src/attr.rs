@@ -318,6 +318,23 @@ pub struct AhAttr {
     pub grh: Option<GlobalRoute>,
 }
 
+impl AhAttr {
+    /// A routed attribute (a RoCE destination, or an InfiniBand one reached
+    /// through its GID) whose other fields take their zero values: LID 0,
+    /// SL 0, no path bits, the port's current rate, flow label 0, traffic
+    /// class 0.
+    pub const fn routed(port: PortNum, dgid: Gid, sgid_index: u8, hop_limit: u8) -> AhAttr {
+        AhAttr {
+            dlid: 0,
+            sl: Sl(0),
+            src_path_bits: 0,
+            static_rate: 0,
+            port,
+            grh: Some(GlobalRoute { dgid, flow_label: FlowLabel(0), sgid_index, hop_limit, traffic_class: 0 }),
+        }
+    }
+}
+
 /// Why a C attribute is not a valid [`AhAttr`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

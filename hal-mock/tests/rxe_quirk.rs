@@ -4,7 +4,7 @@
 //! responder on such a port answers every request.
 
 use udah_core::GidType;
-use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+use udah_core::ah::{AhAttr, PortNum};
 use udah_core::hal::Hal;
 use udah_core::wire::{Gid, Stamp};
 use udah_hal_mock::responder::{Mode, Responder};
@@ -24,20 +24,12 @@ fn setup(server_quirks: Quirks) -> (Fabric, PortId, Qpn, udah_hal_mock::MockAh) 
     let fabric = Fabric::new(12);
     let server = fabric.add_port(PortConfig::roce([2, 0, 0, 0, 0, 1]).with_ipv4(SERVER).with_quirks(server_quirks));
     let client = fabric.add_port(PortConfig::roce([2, 0, 0, 0, 0, 2]).with_ipv4(CLIENT));
-    let attr = AhAttr {
-        port: PortNum::new(client.port).unwrap(),
-        dlid: 0,
-        sl: Sl::new(0).unwrap(),
-        src_path_bits: 0,
-        static_rate: 0,
-        grh: Some(GlobalRoute {
-            dgid: Gid::from_ipv4(SERVER),
-            flow_label: FlowLabel::new(0).unwrap(),
-            sgid_index: v2_index(&fabric, client, Gid::from_ipv4(CLIENT)),
-            hop_limit: 64,
-            traffic_class: 0,
-        }),
-    };
+    let attr = AhAttr::routed(
+        PortNum::new(client.port).unwrap(),
+        Gid::from_ipv4(SERVER),
+        v2_index(&fabric, client, Gid::from_ipv4(CLIENT)),
+        64,
+    );
     let ah = MockHal::new(&fabric, client.device).create_ah(&attr, None).unwrap();
     let qpn = fabric.create_qp(client, QKEY).unwrap();
     (fabric, server, qpn, ah)

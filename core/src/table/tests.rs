@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use super::*;
-use crate::attr::{FlowLabel, GlobalRoute, PortNum, Sl};
+use crate::attr::{GlobalRoute, PortNum};
 use crate::gid_table::{GidEntry, GidType, LinkLayer};
 use crate::hal::{ErrorType, PortInfo};
 use crate::wire::Gid;
@@ -83,20 +83,7 @@ impl Counting {
 }
 
 fn attr(i: u8) -> AhAttr {
-    AhAttr {
-        port: PortNum::new(1).unwrap(),
-        dlid: 0,
-        sl: Sl::new(0).unwrap(),
-        src_path_bits: 0,
-        static_rate: 0,
-        grh: Some(GlobalRoute {
-            dgid: Gid::from_ipv4([10, 0, 0, i]),
-            flow_label: FlowLabel::new(0).unwrap(),
-            sgid_index: i % 4,
-            hop_limit: 64,
-            traffic_class: 0,
-        }),
-    }
+    AhAttr::routed(PortNum::new(1).unwrap(), Gid::from_ipv4([10, 0, 0, i]), i % 4, 64)
 }
 
 type T8 = AhTable<Counting, 8>;

@@ -12,7 +12,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use core::time::Duration;
 
 use udah_core::GidTable;
-use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
+use udah_core::ah::{AhAttr, PortNum};
 use udah_core::hal::{ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::wire::Gid;
 
@@ -20,20 +20,7 @@ use udah_core::wire::Gid;
 /// index `id % 4`.
 pub fn attr(id: u32) -> AhAttr {
     let [_, b, c, d] = id.to_be_bytes();
-    AhAttr {
-        port: PortNum::new(1).unwrap(),
-        dlid: 0,
-        sl: Sl::new(0).unwrap(),
-        src_path_bits: 0,
-        static_rate: 0,
-        grh: Some(GlobalRoute {
-            dgid: Gid::from_ipv4([10, b, c, d]),
-            flow_label: FlowLabel::new(0).unwrap(),
-            sgid_index: (id % 4) as u8,
-            hop_limit: 64,
-            traffic_class: 0,
-        }),
-    }
+    AhAttr::routed(PortNum::new(1).unwrap(), Gid::from_ipv4([10, b, c, d]), (id % 4) as u8, 64)
 }
 
 /// The key id back from an attribute made by [`attr`].
