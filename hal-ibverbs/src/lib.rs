@@ -42,9 +42,10 @@
 //! ## `unsafe`
 //!
 //! Only `ffi.rs` (layouts, pinned at compile time and checked against the
-//! installed headers by `tests/layout.rs`), `verbs.rs` (the calls) and the
-//! two AH-slot calls in `hal.rs` (post and destroy through a pinned slot)
-//! contain `unsafe`; every block carries a `// SAFETY:` proof. C enums become Rust
+//! installed headers by `tests/layout.rs`), `verbs/` (the calls, a file per
+//! object), `epoll.rs` (the epoll(2) calls), `slots.rs` (a slot's boxed
+//! handle) and the two AH-slot calls in `hal.rs` (post and destroy through a
+//! pinned slot) contain `unsafe`; every block carries a `// SAFETY:` proof. C enums become Rust
 //! enums with an `Unknown(raw)` variant ([`enums`]).
 //!
 //! ## Hardware tests
