@@ -150,6 +150,9 @@ fn serve_and_ping_refuse_bad_arguments_up_front() {
         (&["ping", "--port", "9"], "the mock fabric's client is port 1"),
         (&["ping", "--ud-pingpong", "127.0.0.1"], "--ud-pingpong is for --hal ibverbs"),
         (&["serve", "--ud-pingpong"], "--ud-pingpong is for --hal ibverbs"),
+        (&["serve", "--ah-slots", "4096"], "--ah-slots is for --hal ibverbs"),
+        (&["serve", "--hal", "ibverbs", "--ah-slots", "1000"], "1000 AH slots is not one of the table sizes"),
+        (&["serve", "--hal", "ibverbs", "--ah-slots", "4194304"], "1024, 4096, 16384, 65536, 262144, 1048576, 2097152"),
     ];
     #[cfg(feature = "ibverbs")]
     let cases =

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Admission set from serve's flags: `udah serve --allow 198.18.0.0/24` on a
+# Admission and capacity set from serve's flags: `udah serve --allow
+# 198.18.0.0/24 --ah-slots 2097152` on a
 # answers b's IPv4 GID and refuses, without creating an AH, b's VLAN IPv4
 # GID (198.18.7.2, outside the prefix).
 #   b: admission:allowed   N/N replies from 198.18.0.2;
@@ -8,8 +9,8 @@
 #                          received beyond those N was refused by the prefix
 #                          (received - answered = refused, at least N/2 of
 #                          the N sent: UD may lose a datagram on the emulated
-#                          wire, and a lost one is reported), and it created
-#                          exactly one AH.
+#                          wire, and a lost one is reported), it created
+#                          exactly one AH, in a table of 2^21 slots.
 set -uo pipefail
 source "$UDAH_CHECK_LIB"
 
@@ -18,7 +19,7 @@ N=${UDAH_PING_COUNT:-10}
 serve_side() {
   local own
   own=$(own_gid ipv4) || { fail admission:serve "no RoCE v2 IPv4 GID"; sync_put ad.qpn none; return; }
-  if ! start_serve -g "${own%% *}" -n "$N" --stats-interval 0 --allow 198.18.0.0/24; then
+  if ! start_serve -g "${own%% *}" -n "$N" --stats-interval 0 --allow 198.18.0.0/24 --ah-slots 2097152; then
     fail admission:serve "serve did not start"; sync_put ad.qpn none; return
   fi
   sync_put ad.qpn "$SERVE_QPN"
@@ -39,6 +40,7 @@ serve_side() {
   elif (( received - answered != refused )); then fail admission:serve "received $received, answered $answered, but $refused refused"
   elif (( refused * 2 < N )); then fail admission:serve "only $refused of the $N requests from outside the prefix arrived"
   elif [[ "$creates" != 1 ]]; then fail admission:serve "$creates AHs created, want 1"
+  elif ! grep -q '^  AH table: 2097152 slots' "$SERVE_LOG"; then fail admission:serve "no 2097152-slot AH table (--ah-slots)"
   else
     (( refused < N )) && echo "  note: $(( N - refused )) of the $N requests from outside the prefix never reached serve (lost on the emulated wire)"
     pass admission:serve

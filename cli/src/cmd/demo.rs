@@ -15,13 +15,15 @@ use serde::Serialize;
 use udah_core::ah::{PortNum, Profile};
 use udah_core::hal::Hal;
 use udah_core::responder::{Config, EvidenceSource, ResolveError, Responder};
-use udah_core::table::{AhCache, AhHandle, AhTable, Session, TableError};
+use udah_core::table::{AhCache, AhHandle, Session, TableError};
 use udah_core::wire::{Area, Stamp};
 use udah_core::{GidTable, LinkLayer};
 use udah_hal_mock::scenario::{Family, Scenario};
 use udah_hal_mock::{Faults, FrontFill, MockAh, MockError, MockHal, MockWc, Qpn, Quirks};
 
 use udah_cli::alloc_count::thread_allocations;
+
+use super::table_box::boxed_table;
 
 /// The AH-table capacities the demo is built for: the run takes the
 /// smallest that keeps the peers at no more than three quarters of it
@@ -540,53 +542,6 @@ pub(crate) fn table_seed(seed: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// An empty AH table of `N` slots keyed with `seed`, on the heap. The value
-/// passes through [`AhTable::with_seed`]'s return on the stack in
-/// unoptimised builds (128 MiB at 2²¹ slots), so it is built on a thread
-/// whose stack has room for it; the stack is gone once the table is boxed.
-///
-/// Its memory is asked for in transparent huge pages before it is written
-/// ([`huge_pages`]): a table past the caches is read at random, and with
-/// 4 KiB pages nearly every look-up also misses the TLB.
-fn boxed_table<const N: usize>(seed: u64) -> Result<Box<AhTable<MockHal, N>>, DemoError> {
-    let bytes = core::mem::size_of::<AhTable<MockHal, N>>();
-    std::thread::Builder::new()
-        .name("ah-table".into())
-        .stack_size(4 * bytes + (1 << 20))
-        .spawn(move || {
-            let mut b = Box::<AhTable<MockHal, N>>::new_uninit();
-            huge_pages(b.as_mut_ptr().cast(), bytes);
-            Box::write(b, AhTable::with_seed(seed))
-        })
-        .map_err(DemoError::TableThread)?
-        .join()
-        .map_err(|_| DemoError::TablePanicked)
-}
-
-/// Asks the kernel to back the 2 MiB-aligned part of `len` bytes at `ptr`
-/// (an allocation not written yet) with transparent huge pages, where the
-/// system leaves them to `madvise`; a hint, nothing happens if it is refused.
-/// Regions under 4 MiB are left alone.
-#[cfg(target_os = "linux")]
-fn huge_pages(ptr: *mut u8, len: usize) {
-    const HUGE: usize = 2 << 20;
-    let start = (ptr as usize).next_multiple_of(HUGE);
-    let end = (ptr as usize).saturating_add(len) & !(HUGE - 1);
-    if len < 2 * HUGE || end <= start {
-        return;
-    }
-    // SAFETY: madvise only changes how the kernel backs pages of this
-    // process's own allocation (`start..end` lies inside it); MADV_HUGEPAGE
-    // changes no content and no Rust-visible state.
-    unsafe {
-        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-    }
-}
-
-/// Transparent huge pages are a Linux hint; elsewhere nothing is asked.
-#[cfg(not(target_os = "linux"))]
-fn huge_pages(_ptr: *mut u8, _len: usize) {}
-
 mod limits;
 mod report;
 
@@ -596,7 +551,7 @@ use self::report::{max_rss_bytes, print_summary};
 /// The demo over an AH table of `N` slots (the arguments are validated).
 fn demo<const N: usize>(args: &Args) -> Result<Summary, DemoError> {
     let table_seed = table_seed(args.seed);
-    let table = boxed_table::<N>(table_seed)?;
+    let table = boxed_table::<MockHal, N>(table_seed).map_err(DemoError::Table)?;
     let table = &*table;
     let quirks = quirks_of(args.quirks, args.evidence);
     let latency_us = create_latency_us(args);

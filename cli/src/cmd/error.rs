@@ -159,6 +159,8 @@ pub(crate) enum VerbsCmdError {
         /// What failed.
         source: std::io::Error,
     },
+    /// The AH table could not be built.
+    Table(super::table_box::TableBoxError),
 }
 
 #[cfg(feature = "ibverbs")]
@@ -172,6 +174,7 @@ impl fmt::Display for VerbsCmdError {
                 write!(f, "--ud-pingpong {s}: address exchange: {source}")
             }
             VerbsCmdError::Exchange { server: None, source } => write!(f, "--ud-pingpong address exchange: {source}"),
+            VerbsCmdError::Table(e) => fmt::Display::fmt(e, f),
         }
     }
 }
@@ -183,6 +186,7 @@ impl core::error::Error for VerbsCmdError {
             VerbsCmdError::Usage(e) => Some(e),
             VerbsCmdError::Verbs(e) => Some(e),
             VerbsCmdError::Listen(e) | VerbsCmdError::Exchange { source: e, .. } => Some(e),
+            VerbsCmdError::Table(e) => Some(e),
         }
     }
 }
@@ -205,12 +209,12 @@ impl From<UsageError> for VerbsCmdError {
 impl VerbsCmdError {
     /// Prints the error and returns the exit status: a usage error's
     /// [`EXIT_USAGE`], a verbs error's ([`fail`](super::devices::fail):
-    /// `udah: <error>`), 1 for the address exchange.
+    /// `udah: <error>`), 1 for the address exchange and the AH table.
     pub(crate) fn exit(&self, command: &str) -> ExitCode {
         match self {
             VerbsCmdError::Usage(e) => e.exit(command),
             VerbsCmdError::Verbs(e) => super::devices::fail(e),
-            VerbsCmdError::Listen(_) | VerbsCmdError::Exchange { .. } => {
+            VerbsCmdError::Listen(_) | VerbsCmdError::Exchange { .. } | VerbsCmdError::Table(_) => {
                 eprintln!("udah {command}: {self}");
                 ExitCode::FAILURE
             }

@@ -22,6 +22,7 @@ pub(crate) mod serve_check;
 pub(crate) mod serve_events;
 #[cfg(any(feature = "ibverbs", test))]
 pub(crate) mod serve_misses;
+pub(crate) mod table_box;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod verbs_port;
 

@@ -10,15 +10,14 @@ use udah_core::{
 };
 
 pub(crate) const GIDS: usize = 1024;
-/// AH-table capacity.
-const AHS: usize = 1024;
+pub(crate) use super::table_box::AHS;
 
 /// The pipeline of `serve --hal ibverbs`: core's [`Responder`] (GID
 /// snapshot, libibverbs profile, AH table) on one port of a backend it
 /// borrows, so that the backend (its PD and context) outlives every AH and
 /// handle of the pipeline. Boxed by [`pipeline`]: it holds two snapshots of
-/// [`GIDS`] entries.
-pub(crate) type Pipeline<'h, H> = Responder<Shared<&'h H, Box<AhTable<H, AHS>>>, GIDS>;
+/// [`GIDS`] entries. Its AH table has `N` slots.
+pub(crate) type Pipeline<'h, H, const N: usize = AHS> = Responder<Shared<&'h H, Box<AhTable<H, N>>>, GIDS>;
 
 /// serve's configuration: the libibverbs profile, its own header-type
 /// heuristic, or the stamp the receive areas were pre-stamped with
@@ -27,18 +26,37 @@ pub(crate) fn config(stamp: Option<Stamp>) -> Config {
     Config { evidence: stamp.map_or(EvidenceSource::None, EvidenceSource::Stamp), ..Config::default() }
 }
 
-/// The pipeline on `port` of `hal`, with a first GID snapshot. Its AH table
-/// is keyed with a random seed: serve answers whoever writes to it, and a
-/// sender who knew the seed could craft source GIDs that all land in the
-/// same windows and push the other peers out ([`AhTable::with_seed`]).
-/// (`RandomState`'s keys come from the OS's random source.)
+/// The pipeline on `port` of `hal`, with a first GID snapshot and an AH
+/// table of [`AHS`] slots keyed with [`table_seed`].
+#[cfg(test)]
 pub(crate) fn pipeline<H: Hal>(hal: &H, port: PortNum, stamp: Option<Stamp>) -> Result<Box<Pipeline<'_, H>>, H::Error>
 where
     H::Ah: AhToken,
 {
+    pipeline_in(hal, port, stamp, Box::new(AhTable::with_seed(table_seed())))
+}
+
+/// A random AH-table seed: serve answers whoever writes to it, and a
+/// sender who knew the seed could craft source GIDs that all land in the
+/// same windows and push the other peers out ([`AhTable::with_seed`]).
+/// (`RandomState`'s keys come from the OS's random source.)
+pub(crate) fn table_seed() -> u64 {
     use core::hash::BuildHasher;
-    let seed = std::hash::RandomState::new().hash_one(0x7564_6168_u64);
-    Responder::new(Shared::new(hal, Box::new(AhTable::with_seed(seed))), port, config(stamp)).map(Box::new)
+    std::hash::RandomState::new().hash_one(0x7564_6168_u64)
+}
+
+/// The pipeline on `port` of `hal`, with a first GID snapshot, over an AH
+/// table of `N` slots the caller built (empty, keyed with [`table_seed`]).
+pub(crate) fn pipeline_in<H: Hal, const N: usize>(
+    hal: &H,
+    port: PortNum,
+    stamp: Option<Stamp>,
+    table: Box<AhTable<H, N>>,
+) -> Result<Box<Pipeline<'_, H, N>>, H::Error>
+where
+    H::Ah: AhToken,
+{
+    Responder::new(Shared::new(hal, table), port, config(stamp)).map(Box::new)
 }
 
 /// Why a request got no reply AH.
@@ -72,8 +90,8 @@ impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for ReplyError
 /// entries), then the pipeline. The handle holds a reference: give it back
 /// with [`release`]. (The poll loop answers its completions in groups:
 /// [`reply_ahs`].)
-pub(crate) fn reply_ah<H: Hal>(
-    p: &mut Pipeline<'_, H>,
+pub(crate) fn reply_ah<H: Hal, const N: usize>(
+    p: &mut Pipeline<'_, H, N>,
     wc: &IbvWc,
     area: &Area,
 ) -> Result<AhHandle<H::Ah>, ReplyError<H::Error>>
@@ -96,8 +114,8 @@ pub(crate) type Reply<H> = Result<AhHandle<<H as Hal>::Ah>, ResolveError<<H as u
 /// the cache, the group's table slots are prefetched side by side);
 /// `out[i]` is the answer to the `i`-th completion. Returns how many were
 /// answered (the group, up to `out.len()`); a failed snapshot answers none.
-pub(crate) fn reply_ahs<'a, H: Hal>(
-    p: &mut Pipeline<'_, H>,
+pub(crate) fn reply_ahs<'a, H: Hal, const N: usize>(
+    p: &mut Pipeline<'_, H, N>,
     group: impl IntoIterator<Item = (&'a IbvWc, &'a Area)>,
     out: &mut [Option<Reply<H>>],
 ) -> Result<usize, H::Error>
@@ -109,7 +127,7 @@ where
 }
 
 /// Gives a handle back to the pipeline.
-pub(crate) fn release<H: Hal>(p: &mut Pipeline<'_, H>, h: AhHandle<H::Ah>)
+pub(crate) fn release<H: Hal, const N: usize>(p: &mut Pipeline<'_, H, N>, h: AhHandle<H::Ah>)
 where
     H::Ah: AhToken,
 {
@@ -120,7 +138,10 @@ where
 /// The end of serving: gives back the handles still held (replies in
 /// flight), then retires every AH in the table, so that none is left when
 /// the device is closed. Returns how many entries were retired.
-pub(crate) fn shutdown<H: Hal>(p: &mut Pipeline<'_, H>, held: impl IntoIterator<Item = AhHandle<H::Ah>>) -> usize
+pub(crate) fn shutdown<H: Hal, const N: usize>(
+    p: &mut Pipeline<'_, H, N>,
+    held: impl IntoIterator<Item = AhHandle<H::Ah>>,
+) -> usize
 where
     H::Ah: AhToken,
 {

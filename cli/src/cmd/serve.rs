@@ -40,9 +40,12 @@ use super::mock_fabric::mock_setup;
 #[cfg(feature = "ibverbs")]
 use super::pingpong::{PingpongAddr, UD_PINGPONG_PORT, pingpong_psn, pingpong_serve_exchange};
 #[cfg(feature = "ibverbs")]
-use super::pipeline::{Pipeline, REPLY_BATCH, ReplyError, pipeline, release, reply_ahs, shutdown};
+use super::pipeline::{Pipeline, REPLY_BATCH, ReplyError, pipeline_in, release, reply_ahs, shutdown, table_seed};
 #[cfg(feature = "ibverbs")]
 use super::serve_check::LibCheck;
+#[cfg(feature = "ibverbs")]
+use super::table_box::boxed_table;
+use super::table_box::{AH_SLOTS, AHS};
 #[cfg(feature = "ibverbs")]
 use super::verbs_port::{VerbsPort, default_gid_index};
 
@@ -118,11 +121,27 @@ pub(crate) struct Args {
     /// Requests held in all while their destinations resolve (ibverbs).
     #[arg(long, default_value_t = 256)]
     pending_total: usize,
+    /// AH-table slots: 1024, 4096, 16384, 65536, 262144, 1048576 or 2097152
+    /// (ibverbs). The table holds about three quarters of its slots in
+    /// peers before it evicts idle ones.
+    #[arg(long, default_value_t = AHS, value_parser = parse_ah_slots)]
+    ah_slots: usize,
     /// Admit only requests whose source address is in this prefix
     /// (`198.18.0.0/24`, `fd00:da::/64`); repeat it for more. Others are
     /// refused before any AH is created for them, and counted (ibverbs).
     #[arg(long, value_name = "ADDR/LEN", value_parser = parse_prefix)]
     allow: Vec<(core::net::IpAddr, u8)>,
+}
+
+/// `--ah-slots`: one of [`AH_SLOTS`].
+fn parse_ah_slots(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("'{s}': {e}"))?;
+    if AH_SLOTS.contains(&n) {
+        Ok(n)
+    } else {
+        let list: Vec<String> = AH_SLOTS.iter().map(usize::to_string).collect();
+        Err(format!("{n} AH slots is not one of the table sizes udah serve is built for: {}", list.join(", ")))
+    }
 }
 
 /// `ADDR/LEN` of `--allow`.
@@ -157,6 +176,7 @@ fn validate(args: &Args) -> Result<(), UsageError> {
             (args.fault_qp_after.is_some(), "--fault-qp-after"),
             (args.log_ahs, "--log-ahs"),
             (!args.allow.is_empty(), "--allow"),
+            (args.ah_slots != AHS, "--ah-slots"),
         ] {
             if set {
                 return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
@@ -281,8 +301,23 @@ struct Stats {
     refused_port_down: u64,
 }
 
+/// `serve --hal ibverbs` with an AH table of `--ah-slots` slots.
 #[cfg(feature = "ibverbs")]
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
+    match args.ah_slots {
+        0x400 => serve_on::<0x400>(args),
+        0x1000 => serve_on::<0x1000>(args),
+        0x4000 => serve_on::<0x4000>(args),
+        0x1_0000 => serve_on::<0x1_0000>(args),
+        0x4_0000 => serve_on::<0x4_0000>(args),
+        0x10_0000 => serve_on::<0x10_0000>(args),
+        // `parse_ah_slots` admits only these.
+        _ => serve_on::<0x20_0000>(args),
+    }
+}
+
+#[cfg(feature = "ibverbs")]
+fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let stop = stop_on_signals();
     let mut check = args.check_libibverbs.then(LibCheck::default);
     let depth = args.depth.max(2);
@@ -294,7 +329,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
     // `validate` refused port 0 already.
     let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
-    let mut pipeline = pipeline(&hal, port, stamp)?;
+    let table = boxed_table::<IbverbsHal, N>(table_seed()).map_err(VerbsCmdError::Table)?;
+    let mut pipeline = pipeline_in(&hal, port, stamp, table)?;
     if !args.allow.is_empty() {
         pipeline.set_admission(admission(&args.allow)?);
     }
@@ -334,6 +370,8 @@ fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         vp.qp.qp_num(),
         args.qkey
     );
+    let table_bytes = core::mem::size_of::<udah_core::table::AhTable<IbverbsHal, N>>();
+    println!("  AH table: {N} slots, {} KiB", table_bytes / 1024);
     for i in 0..depth as usize {
         vp.post_recv(i, stamp)?;
     }
@@ -575,9 +613,9 @@ fn admission(allow: &[(core::net::IpAddr, u8)]) -> Result<udah_core::responder::
 /// `--log-ahs`: prints the attribute the pipeline answers `wc` with, once
 /// per (source QPN, attribute).
 #[cfg(feature = "ibverbs")]
-fn log_ah(
+fn log_ah<const N: usize>(
     logged: &mut std::collections::HashSet<(u32, String)>,
-    pipeline: &Pipeline<'_, IbverbsHal>,
+    pipeline: &Pipeline<'_, IbverbsHal, N>,
     wc: &WorkCompletion,
     area: &Area,
 ) {
@@ -604,7 +642,7 @@ fn qp_error_line(vp: &VerbsPort, queue: &str, wc: &WorkCompletion) -> String {
 }
 
 #[cfg(feature = "ibverbs")]
-fn print_stats(st: &Stats, pipeline: &Pipeline<'_, IbverbsHal>, el: Duration) {
+fn print_stats<const N: usize>(st: &Stats, pipeline: &Pipeline<'_, IbverbsHal, N>, el: Duration) {
     let t = pipeline.cache().table().stats_exact();
     let p = pipeline.stats();
     let h = pipeline.backend().stats();

@@ -25,15 +25,15 @@ pub(crate) struct NetEvents {
 }
 
 /// The pipeline and the miss queue's `forget`, as the engine's target.
-struct Target<'p, 'h, H: Hal, F: FnMut(&Gid)>
+struct Target<'p, 'h, H: Hal, F: FnMut(&Gid), const N: usize>
 where
     H::Ah: AhToken,
 {
-    pipeline: &'p mut Pipeline<'h, H>,
+    pipeline: &'p mut Pipeline<'h, H, N>,
     forget: F,
 }
 
-impl<H: Hal, F: FnMut(&Gid)> EventTarget for Target<'_, '_, H, F>
+impl<H: Hal, F: FnMut(&Gid), const N: usize> EventTarget for Target<'_, '_, H, F, N>
 where
     H::Ah: AhToken,
 {
@@ -76,11 +76,11 @@ impl NetEvents {
     /// Reads what is waiting when the receive queue was empty (`idle`) or
     /// every [`EVERY`] turns, applies it and prints it. `forget` hears of
     /// every address whose neighbour entry went away or stopped resolving.
-    pub(crate) fn turn<H: Hal>(
+    pub(crate) fn turn<H: Hal, const N: usize>(
         &mut self,
         idle: bool,
         hal: &IbverbsHal,
-        pipeline: &mut Pipeline<'_, H>,
+        pipeline: &mut Pipeline<'_, H, N>,
         forget: impl FnMut(&Gid),
     ) where
         H::Ah: AhToken,

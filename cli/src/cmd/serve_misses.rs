@@ -90,7 +90,11 @@ impl<W: AsIbvWc> Misses<W> {
 
     /// Lets a request through when its AH is in the table or its
     /// destination is resolved; else holds or refuses it.
-    pub(crate) fn admit<H: Hal>(&mut self, pipeline: &mut Pipeline<'_, H>, item: Held<W>) -> Admit<Held<W>>
+    pub(crate) fn admit<H: Hal, const N: usize>(
+        &mut self,
+        pipeline: &mut Pipeline<'_, H, N>,
+        item: Held<W>,
+    ) -> Admit<Held<W>>
     where
         H::Ah: AhToken,
     {
@@ -115,7 +119,7 @@ impl<W: AsIbvWc> Misses<W> {
     /// Whether `item`'s AH is in the table (or the profile refuses it, which
     /// the answer path reports): what may still be answered while no AH
     /// can be created.
-    pub(crate) fn is_hit<H: Hal>(&self, pipeline: &mut Pipeline<'_, H>, item: &Held<W>) -> bool
+    pub(crate) fn is_hit<H: Hal, const N: usize>(&self, pipeline: &mut Pipeline<'_, H, N>, item: &Held<W>) -> bool
     where
         H::Ah: AhToken,
     {

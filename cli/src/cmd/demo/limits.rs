@@ -50,10 +50,8 @@ pub(crate) enum DemoError {
     EmptyMix,
     /// `--evidence mlx5 --quirks irdma`.
     Mlx5OnIrdma,
-    /// The thread that builds the AH table could not start.
-    TableThread(std::io::Error),
-    /// The thread that builds the AH table panicked.
-    TablePanicked,
+    /// The AH table could not be built.
+    Table(super::super::table_box::TableBoxError),
     /// The mock fabric, its GID tables or a release failed.
     Mock(MockError),
     /// The responder's `link` port is port 0 or has no QP.
@@ -100,8 +98,7 @@ impl core::fmt::Display for DemoError {
                 "--evidence mlx5 reads mlx5's packet-type bits in wc.sl, which irdma NICs do not write: use \
                  --quirks mlx5 (or realistic, zero, random, to which the bits are added)",
             ),
-            DemoError::TableThread(e) => write!(f, "cannot start the thread that builds the AH table: {e}"),
-            DemoError::TablePanicked => f.write_str("building the AH table failed"),
+            DemoError::Table(e) => core::fmt::Display::fmt(e, f),
             DemoError::Mock(e) => core::fmt::Display::fmt(e, f),
             DemoError::NoResponderQp(link) => write!(f, "no responder {link} port"),
             DemoError::Release(e) => write!(f, "release: {e:?}"),
