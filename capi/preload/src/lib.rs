@@ -770,41 +770,42 @@ mod tests {
         0
     }
 
-    fn d(real: &Real, ah: *mut ibv_ah) -> c_int {
+    fn d(st: &State, real: &Real, ah: *mut ibv_ah) -> c_int {
         // SAFETY: every AH of these tests is a live `Box<u64>` the fakes
         // understand, destroyed once.
-        unsafe { destroy(real, ah) }
+        unsafe { destroy(st, real, ah) }
     }
 
     #[test]
     fn shared_ahs_are_reference_counted_per_pd_and_foreign_ones_forwarded() {
         let real =
             Real { init: no_init, create_from_wc: no_create_from_wc, create: fake_create, destroy: fake_destroy };
+        let st: &State = Box::leak(Box::new(State::new(true, true, Box::leak(Box::new(AhSet::new())))));
         let (pd1, pd2) = (8usize as *mut ibv_pd, 16usize as *mut ibv_pd);
         let mut attr = ibv_ah_attr { attr: IbvAhAttr { is_global: 1, port_num: 1, ..IbvAhAttr::default() } };
         let gid = Gid::from_ipv4([10, 0, 0, 1]);
 
-        let a = shared_ah(&real, pd1, &mut attr, gid);
-        let b = shared_ah(&real, pd1, &mut attr, gid);
-        let other_pd = shared_ah(&real, pd2, &mut attr, gid);
-        let other_gid = shared_ah(&real, pd1, &mut attr, Gid::from_ipv4([10, 0, 0, 9]));
+        let a = shared_ah(st, &real, pd1, &mut attr, gid);
+        let b = shared_ah(st, &real, pd1, &mut attr, gid);
+        let other_pd = shared_ah(st, &real, pd2, &mut attr, gid);
+        let other_gid = shared_ah(st, &real, pd1, &mut attr, Gid::from_ipv4([10, 0, 0, 9]));
         assert_eq!(a, b);
         assert!(a != other_pd && a != other_gid && other_pd != other_gid);
         assert_eq!(CREATED.load(Ordering::SeqCst), 3);
 
-        assert_eq!(d(&real, b), 0);
+        assert_eq!(d(st, &real, b), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 0, "a reference remains");
-        assert_eq!(d(&real, a), 0);
+        assert_eq!(d(st, &real, a), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 1, "the last reference destroys the kernel AH");
         // An AH the preload did not make goes to the real library.
         let foreign: *mut ibv_ah = Box::into_raw(Box::new(0u64)).cast();
-        assert_eq!(d(&real, foreign), 0);
+        assert_eq!(d(st, &real, foreign), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 2);
-        assert_eq!(d(&real, other_pd), 0);
-        assert_eq!(d(&real, other_gid), 0);
+        assert_eq!(d(st, &real, other_pd), 0);
+        assert_eq!(d(st, &real, other_gid), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 4);
-        assert!(lock(&state().ahs).by_ah.is_empty());
-        let line = stats_line();
+        assert!(st.ahs.lock().by_ah.is_empty());
+        let line = stats_line_of(st);
         assert!(
             line.contains("kernel_ahs=3 shared=1") && line.contains("destroy_shared=1 destroy_forwarded=1"),
             "{line}"
