@@ -268,11 +268,11 @@ extern "C" fn after_fork_in_parent() {
         && let Some(st) = STATE.get()
     {
         // SAFETY: `before_fork` took the three locks in this thread.
-        unsafe {
-            st.line.release_in_parent();
-            st.ahs.release_in_parent();
-            st.snapshots.release_in_parent();
-        }
+        unsafe { st.line.release_in_parent() };
+        // SAFETY: as above.
+        unsafe { st.ahs.release_in_parent() };
+        // SAFETY: as above.
+        unsafe { st.snapshots.release_in_parent() };
     }
 }
 
@@ -282,11 +282,11 @@ extern "C" fn after_fork_in_child() {
     {
         // SAFETY: the child of a fork whose prepare handler took the three
         // locks in the thread that is now the child's only thread.
-        unsafe {
-            st.line.reset_in_child();
-            st.ahs.reset_in_child();
-            st.snapshots.reset_in_child();
-        }
+        unsafe { st.line.reset_in_child() };
+        // SAFETY: as above.
+        unsafe { st.ahs.reset_in_child() };
+        // SAFETY: as above.
+        unsafe { st.snapshots.reset_in_child() };
     }
 }
 
