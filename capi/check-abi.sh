@@ -11,11 +11,16 @@ bad=$(echo "$syms" | awk '$(NF-1) != "UDAH_0.1"')
 other=$(objdump -T "$lib" | awk '$2 == "g" && $4 != "*UND*" && $NF !~ /^udah_/')
 [ -z "$other" ] || { echo "$lib: exports other than udah_*:" >&2; echo "$other" >&2; exit 1; }
 echo "$lib: soname libudah.so.0, $(echo "$syms" | wc -l) udah_* symbols @@UDAH_0.1"
-# The preload exports the libibverbs symbols it interposes and its own
-# udah_preload_* entry points, never a copy of libudah's udah_* functions.
+# The preload exports exactly the three libibverbs functions it interposes,
+# at libibverbs' version, and its own udah_preload_stats: no copy of
+# libudah's udah_* functions, no renamed definition.
 pre=${2:-$(dirname "$lib")/libudah_preload.so}
 if [ -f "$pre" ]; then
-  leak=$(nm -D --defined-only "$pre" | awk '$NF ~ /^udah_/ && $NF !~ /^udah_preload_/')
-  [ -z "$leak" ] || { echo "$pre: re-exports libudah symbols:" >&2; echo "$leak" >&2; exit 1; }
-  echo "$pre: no udah_* export beyond udah_preload_*"
+  want='ibv_create_ah_from_wc@@IBVERBS_1.1
+ibv_destroy_ah@@IBVERBS_1.1
+ibv_init_ah_from_wc@@IBVERBS_1.1
+udah_preload_stats@@UDAH_PRELOAD_0.1'
+  have=$(nm -D --defined-only "$pre" | awk '{print $NF}' | sort)
+  [ "$have" = "$want" ] || { echo "$pre: exports differ from the expected four:" >&2; diff <(echo "$want") <(echo "$have") >&2; exit 1; }
+  echo "$pre: exports exactly the three ibv_*@@IBVERBS_1.1 and udah_preload_stats@@UDAH_PRELOAD_0.1"
 fi

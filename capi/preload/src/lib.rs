@@ -38,8 +38,18 @@
 //!   another holder still uses): a second
 //!   identical request returns the same `struct ibv_ah *` without a system
 //!   call. AHs are never shared across PDs (an AH must be on its QP's PD).
-//! * `ibv_destroy_ah`: on a shared AH drops one reference and destroys the
-//!   kernel AH with the last; on an AH the preload did not create, forwards.
+//!   No lock is held across the real `ibv_create_ah`: two threads that
+//!   race to create the same AH both create one, and the second to insert
+//!   destroys its own and takes a reference on the first's.
+//! * `ibv_destroy_ah`: on a shared AH drops one reference (under a short
+//!   lock) and destroys the kernel AH with the last (after releasing it). An
+//!   AH the preload did not create is forwarded after one lock-free lookup
+//!   (`shared_set`); without `UDAH_PRELOAD_SHARE=1` the preload tracks no AH
+//!   and every destroy is forwarded directly.
+//!
+//! The preload's locks are taken by `pthread_atfork` handlers around every
+//! `fork` (`fork_lock`), so a child forked while another thread was inside
+//! the preload can use it.
 //!
 //! `UDAH_PRELOAD=0`, `off`, `false` or `no` forwards everything (read once,
 //! at the first call).
@@ -47,12 +57,18 @@
 //! Any internal failure or panic falls back to the real call.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod fork_lock;
+mod shared_set;
+
 use core::ffi::{c_char, c_int, c_void};
 use core::panic::AssertUnwindSafe;
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::panic::catch_unwind;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
+
+use fork_lock::ForkLock;
+use shared_set::AhSet;
 
 use udah::engine::{self, Gids};
 use udah::ffi::{ibv_ah, ibv_ah_attr, ibv_context, ibv_grh, ibv_pd, ibv_wc};
@@ -63,9 +79,10 @@ use udah_core::{GidType, LinkLayer};
 
 // The exported names and versions. `preload.map` defines the version node.
 core::arch::global_asm!(
-    ".symver udah_preload_ibv_init_ah_from_wc, ibv_init_ah_from_wc@@IBVERBS_1.1",
-    ".symver udah_preload_ibv_create_ah_from_wc, ibv_create_ah_from_wc@@IBVERBS_1.1",
-    ".symver udah_preload_ibv_destroy_ah, ibv_destroy_ah@@IBVERBS_1.1",
+    ".symver udah_preload_ibv_init_ah_from_wc, ibv_init_ah_from_wc@@IBVERBS_1.1, remove",
+    ".symver udah_preload_ibv_create_ah_from_wc, ibv_create_ah_from_wc@@IBVERBS_1.1, remove",
+    ".symver udah_preload_ibv_destroy_ah, ibv_destroy_ah@@IBVERBS_1.1, remove",
+    ".symver udah_preload_stats, udah_preload_stats@@UDAH_PRELOAD_0.1",
 );
 
 type InitFn = unsafe extern "C" fn(*mut ibv_context, u8, *const ibv_wc, *const ibv_grh, *mut ibv_ah_attr) -> c_int;
@@ -153,6 +170,11 @@ struct Stats {
     destroy_calls: AtomicU64,
     destroy_shared: AtomicU64,
     destroy_forwarded: AtomicU64,
+    /// Creates that lost a race to insert the same AH (their AH was
+    /// destroyed again).
+    share_races: AtomicU64,
+    /// Shared-mode AHs left unshared because the set was full.
+    share_full: AtomicU64,
     validations: AtomicU64,
     refreshes: AtomicU64,
     fallbacks: [AtomicU64; 8],
@@ -170,6 +192,8 @@ type Key = (usize, [u8; 32], [u8; 16]);
 struct Ahs {
     by_key: HashMap<Key, (usize, u64)>,
     by_ah: HashMap<usize, Key>,
+    /// Addresses stored in the state's `AhSet` (changed only under this lock).
+    live: usize,
 }
 
 struct State {
@@ -177,15 +201,36 @@ struct State {
     /// `UDAH_PRELOAD_SHARE=1`: identical requests share one kernel AH.
     share: bool,
     stats: Stats,
-    snapshots: Mutex<HashMap<(usize, u8), Arc<Gids>>>,
-    ahs: Mutex<Ahs>,
+    snapshots: ForkLock<HashMap<(usize, u8), Arc<Gids>>>,
+    ahs: ForkLock<Ahs>,
+    /// The addresses in `ahs.by_ah`, for destroys that take no lock.
+    set: &'static AhSet,
+    /// The last line `udah_preload_stats` returned.
+    line: ForkLock<Option<std::ffi::CString>>,
     generation: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Each critical section is a few map operations: a panic inside one
-    // cannot leave the maps inconsistent with each other.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+impl State {
+    fn new(enabled: bool, share: bool, set: &'static AhSet) -> Self {
+        State {
+            enabled,
+            share,
+            stats: Stats::default(),
+            snapshots: ForkLock::new(HashMap::new()),
+            ahs: ForkLock::new(Ahs::default()),
+            set,
+            line: ForkLock::new(None),
+            generation: AtomicU64::new(1),
+        }
+    }
+
+    /// The locks in the order the fork handlers take them (no code path
+    /// holds two of them at once, so any fixed order is deadlock-free).
+    fn hold_for_fork(&self) {
+        self.snapshots.hold_for_fork();
+        self.ahs.hold_for_fork();
+        self.line.hold_for_fork();
+    }
 }
 
 /// Whether a `UDAH_PRELOAD` value leaves the preload on: `0`, `off`,
@@ -194,16 +239,55 @@ fn enabled_by(value: &str) -> bool {
     !matches!(value.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no")
 }
 
+static STATE: OnceLock<State> = OnceLock::new();
+
 fn state() -> &'static State {
-    static STATE: OnceLock<State> = OnceLock::new();
-    STATE.get_or_init(|| State {
-        enabled: std::env::var("UDAH_PRELOAD").map_or(true, |v| enabled_by(&v)),
-        share: std::env::var("UDAH_PRELOAD_SHARE").is_ok_and(|v| v.trim() == "1"),
-        stats: Stats::default(),
-        snapshots: Mutex::new(HashMap::new()),
-        ahs: Mutex::new(Ahs::default()),
-        generation: AtomicU64::new(1),
+    static SET: AhSet = AhSet::new();
+    STATE.get_or_init(|| {
+        State::new(
+            std::env::var("UDAH_PRELOAD").map_or(true, |v| enabled_by(&v)),
+            std::env::var("UDAH_PRELOAD_SHARE").is_ok_and(|v| v.trim() == "1"),
+            &SET,
+        )
     })
+}
+
+/// Whether the prepare handler took the locks (the state exists from load
+/// on, but the parent and child handlers must release exactly what it took).
+static FORK_HELD: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn before_fork() {
+    if let Some(st) = STATE.get() {
+        st.hold_for_fork();
+        FORK_HELD.store(true, Ordering::Relaxed);
+    }
+}
+
+extern "C" fn after_fork_in_parent() {
+    if FORK_HELD.swap(false, Ordering::Relaxed)
+        && let Some(st) = STATE.get()
+    {
+        // SAFETY: `before_fork` took the three locks in this thread.
+        unsafe { st.line.release_in_parent() };
+        // SAFETY: as above.
+        unsafe { st.ahs.release_in_parent() };
+        // SAFETY: as above.
+        unsafe { st.snapshots.release_in_parent() };
+    }
+}
+
+extern "C" fn after_fork_in_child() {
+    if FORK_HELD.swap(false, Ordering::Relaxed)
+        && let Some(st) = STATE.get()
+    {
+        // SAFETY: the child of a fork whose prepare handler took the three
+        // locks in the thread that is now the child's only thread.
+        unsafe { st.line.reset_in_child() };
+        // SAFETY: as above.
+        unsafe { st.ahs.reset_in_child() };
+        // SAFETY: as above.
+        unsafe { st.snapshots.reset_in_child() };
+    }
 }
 
 fn fallback(why: Fallback) {
@@ -221,12 +305,17 @@ fn set_errno(e: i32) {
 
 /// One line of counters.
 pub fn stats_line() -> String {
-    let s = &state().stats;
+    stats_line_of(state())
+}
+
+fn stats_line_of(st: &State) -> String {
+    let s = &st.stats;
     let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut line = format!(
         "udah-preload: enabled={} init_ah_from_wc={} served={} create_ah_from_wc={} kernel_ahs={} shared={} \
-         destroy_ah={} destroy_shared={} destroy_forwarded={} gid_validations={} snapshot_reads={}",
-        u8::from(state().enabled),
+         destroy_ah={} destroy_shared={} destroy_forwarded={} share_races={} share_full={} gid_validations={} \
+         snapshot_reads={}",
+        u8::from(st.enabled),
         ld(&s.init_calls),
         ld(&s.init_served),
         ld(&s.create_calls),
@@ -235,6 +324,8 @@ pub fn stats_line() -> String {
         ld(&s.destroy_calls),
         ld(&s.destroy_shared),
         ld(&s.destroy_forwarded),
+        ld(&s.share_races),
+        ld(&s.share_full),
         ld(&s.validations),
         ld(&s.refreshes),
     );
@@ -252,10 +343,16 @@ extern "C" fn print_stats() {
     });
 }
 
-/// Runs at load: reads the environment once and registers the exit report.
+/// Runs at load: reads the environment once, looks up the real functions
+/// (so that no thread is inside a one-time initialisation when the program
+/// forks), registers the fork handlers and the exit report.
 extern "C" fn on_load() {
     let _ = catch_unwind(|| {
         let _ = state();
+        let _ = real();
+        // SAFETY: three `extern "C" fn()` that never unwind (they only lock
+        // and unlock).
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
         if std::env::var("UDAH_PRELOAD_STATS").is_ok_and(|v| v == "1") {
             // SAFETY: `print_stats` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(print_stats) };
@@ -271,7 +368,7 @@ static ON_LOAD: extern "C" fn() = on_load;
 fn snapshot(ctx: *mut ibv_context, port: u8, fresh: bool) -> Result<Arc<Gids>, Fallback> {
     let st = state();
     let key = (ctx.expose_provenance(), port);
-    if !fresh && let Some(s) = lock(&st.snapshots).get(&key) {
+    if !fresh && let Some(s) = st.snapshots.lock().get(&key) {
         return Ok(s.clone());
     }
     bump(&st.stats.refreshes);
@@ -280,11 +377,11 @@ fn snapshot(ctx: *mut ibv_context, port: u8, fresh: bool) -> Result<Arc<Gids>, F
     match unsafe { engine::read_gids(ctx, port, generation) } {
         Ok(t) => {
             let t: Arc<Gids> = Arc::from(t);
-            lock(&st.snapshots).insert(key, t.clone());
+            st.snapshots.lock().insert(key, t.clone());
             Ok(t)
         }
         Err(e) => {
-            lock(&st.snapshots).remove(&key);
+            st.snapshots.lock().remove(&key);
             Err(if e.0 == libc::E2BIG { Fallback::TableTooLarge } else { Fallback::Snapshot })
         }
     }
@@ -464,26 +561,47 @@ fn attr_bytes(a: &IbvAhAttr) -> [u8; 32] {
     b
 }
 
-/// A shared AH for `key`, or a new one from the real `ibv_create_ah`.
-fn shared_ah(real: &Real, pd: *mut ibv_pd, attr: &mut ibv_ah_attr, local: Gid) -> *mut ibv_ah {
-    let st = state();
-    let bytes = attr_bytes(&attr.attr);
-    let key: Key = (pd.expose_provenance(), bytes, local.0);
-    let mut ahs = lock(&st.ahs);
-    if let Some((ah, refs)) = ahs.by_key.get_mut(&key) {
+/// A shared AH for (PD, attribute, local GID): a new reference on the
+/// existing one, or a new one from the real `ibv_create_ah`.
+fn shared_ah(st: &State, real: &Real, pd: *mut ibv_pd, attr: &mut ibv_ah_attr, local: Gid) -> *mut ibv_ah {
+    let key: Key = (pd.expose_provenance(), attr_bytes(&attr.attr), local.0);
+    let reference = |ahs: &mut Ahs| {
+        let (ah, refs) = ahs.by_key.get_mut(&key)?;
         *refs += 1;
+        Some(*ah)
+    };
+    if let Some(ah) = reference(&mut st.ahs.lock()) {
         bump(&st.stats.shared);
-        return core::ptr::with_exposed_provenance_mut(*ah);
+        return core::ptr::with_exposed_provenance_mut(ah);
     }
-    // Held across the create so that concurrent identical requests share
-    // one AH (creates are the control path).
+    // Created without the lock: a create (a system call) never makes other
+    // threads' creates and destroys wait.
     // SAFETY: the program's PD and a valid attribute.
     let ah = unsafe { (real.create)(pd, attr) };
-    if !ah.is_null() {
-        bump(&st.stats.kernel_ahs);
-        ahs.by_key.insert(key, (ah.expose_provenance(), 1));
-        ahs.by_ah.insert(ah.expose_provenance(), key);
+    if ah.is_null() {
+        return ah;
     }
+    bump(&st.stats.kernel_ahs);
+    let addr = ah.expose_provenance();
+    let mut ahs = st.ahs.lock();
+    if let Some(existing) = reference(&mut ahs) {
+        // Another thread inserted the same AH meanwhile: use it, drop ours.
+        drop(ahs);
+        bump(&st.stats.shared);
+        bump(&st.stats.share_races);
+        // SAFETY: the AH made just above, which no one else has seen.
+        unsafe { (real.destroy)(ah) };
+        return core::ptr::with_exposed_provenance_mut(existing);
+    }
+    let Ahs { by_key, by_ah, live } = &mut *ahs;
+    if !st.set.insert(live, addr) {
+        // Not tracked: the program holds an AH of its own, whose destroy is
+        // forwarded.
+        bump(&st.stats.share_full);
+        return ah;
+    }
+    by_key.insert(key, (addr, 1));
+    by_ah.insert(addr, key);
     ah
 }
 
@@ -519,7 +637,7 @@ pub unsafe extern "C" fn udah_preload_ibv_create_ah_from_wc(
         return core::ptr::null_mut();
     }
     match local {
-        Some(local) if st.share => catch_unwind(AssertUnwindSafe(|| shared_ah(&real, pd, &mut attr, local)))
+        Some(local) if st.share => catch_unwind(AssertUnwindSafe(|| shared_ah(st, &real, pd, &mut attr, local)))
             .unwrap_or_else(|_| {
                 fallback(Fallback::Internal);
                 // SAFETY: the program's PD and a valid attribute.
@@ -549,27 +667,35 @@ pub unsafe extern "C" fn udah_preload_ibv_destroy_ah(ah: *mut ibv_ah) -> c_int {
         return -1;
     };
     // SAFETY: libibverbs' contract, forwarded.
-    unsafe { destroy(&real, ah) }
+    unsafe { destroy(state(), &real, ah) }
 }
 
-/// `ibv_destroy_ah` with the real library `real`.
+/// `ibv_destroy_ah` with the state `st` and the real library `real`.
 ///
 /// # Safety
 /// libibverbs' contract for `ibv_destroy_ah`.
-unsafe fn destroy(real: &Real, ah: *mut ibv_ah) -> c_int {
-    let st = state();
+unsafe fn destroy(st: &State, real: &Real, ah: *mut ibv_ah) -> c_int {
     bump(&st.stats.destroy_calls);
+    let addr = ah.expose_provenance();
+    // Without sharing the preload holds no AH; with it, an AH that is not
+    // in the set is not the preload's. Either way no lock is taken.
+    if !st.share || !st.set.contains(addr) {
+        bump(&st.stats.destroy_forwarded);
+        // SAFETY: forwarded unchanged.
+        return unsafe { (real.destroy)(ah) };
+    }
     let last = catch_unwind(AssertUnwindSafe(|| {
-        let mut ahs = lock(&st.ahs);
-        let addr = ah.expose_provenance();
-        let key = *ahs.by_ah.get(&addr)?;
-        let (_, refs) = ahs.by_key.get_mut(&key)?;
+        let mut ahs = st.ahs.lock();
+        let Ahs { by_key, by_ah, live } = &mut *ahs;
+        let key = *by_ah.get(&addr)?;
+        let (_, refs) = by_key.get_mut(&key)?;
         *refs -= 1;
         if *refs > 0 {
             return Some(false);
         }
-        ahs.by_key.remove(&key);
-        ahs.by_ah.remove(&addr);
+        by_key.remove(&key);
+        by_ah.remove(&addr);
+        st.set.remove(live, addr);
         Some(true)
     }));
     match last {
@@ -577,10 +703,12 @@ unsafe fn destroy(real: &Real, ah: *mut ibv_ah) -> c_int {
             bump(&st.stats.destroy_shared);
             0
         }
-        // The last reference of a shared AH: the kernel AH goes.
+        // The last reference of a shared AH: the kernel AH goes, after the
+        // lock is released.
         // SAFETY: an AH the real library created and nobody holds any more.
         Ok(Some(true)) => unsafe { (real.destroy)(ah) },
-        // Not ours (or a panic): the real library's business.
+        // Not found under the lock (cannot happen: the set and the maps
+        // change together) or a panic: the real library's business.
         _ => {
             bump(&st.stats.destroy_forwarded);
             // SAFETY: forwarded unchanged.
@@ -594,9 +722,9 @@ unsafe fn destroy(real: &Real, ah: *mut ibv_ah) -> c_int {
 /// valid until the next call.
 #[unsafe(no_mangle)]
 pub extern "C" fn udah_preload_stats() -> *const c_char {
-    static LINE: Mutex<Option<std::ffi::CString>> = Mutex::new(None);
-    let line = std::ffi::CString::new(stats_line()).unwrap_or_default();
-    let mut g = lock(&LINE);
+    let st = state();
+    let line = std::ffi::CString::new(stats_line_of(st)).unwrap_or_default();
+    let mut g = st.line.lock();
     g.insert(line).as_ptr()
 }
 
@@ -642,41 +770,42 @@ mod tests {
         0
     }
 
-    fn d(real: &Real, ah: *mut ibv_ah) -> c_int {
+    fn d(st: &State, real: &Real, ah: *mut ibv_ah) -> c_int {
         // SAFETY: every AH of these tests is a live `Box<u64>` the fakes
         // understand, destroyed once.
-        unsafe { destroy(real, ah) }
+        unsafe { destroy(st, real, ah) }
     }
 
     #[test]
     fn shared_ahs_are_reference_counted_per_pd_and_foreign_ones_forwarded() {
         let real =
             Real { init: no_init, create_from_wc: no_create_from_wc, create: fake_create, destroy: fake_destroy };
+        let st: &State = Box::leak(Box::new(State::new(true, true, Box::leak(Box::new(AhSet::new())))));
         let (pd1, pd2) = (8usize as *mut ibv_pd, 16usize as *mut ibv_pd);
         let mut attr = ibv_ah_attr { attr: IbvAhAttr { is_global: 1, port_num: 1, ..IbvAhAttr::default() } };
         let gid = Gid::from_ipv4([10, 0, 0, 1]);
 
-        let a = shared_ah(&real, pd1, &mut attr, gid);
-        let b = shared_ah(&real, pd1, &mut attr, gid);
-        let other_pd = shared_ah(&real, pd2, &mut attr, gid);
-        let other_gid = shared_ah(&real, pd1, &mut attr, Gid::from_ipv4([10, 0, 0, 9]));
+        let a = shared_ah(st, &real, pd1, &mut attr, gid);
+        let b = shared_ah(st, &real, pd1, &mut attr, gid);
+        let other_pd = shared_ah(st, &real, pd2, &mut attr, gid);
+        let other_gid = shared_ah(st, &real, pd1, &mut attr, Gid::from_ipv4([10, 0, 0, 9]));
         assert_eq!(a, b);
         assert!(a != other_pd && a != other_gid && other_pd != other_gid);
         assert_eq!(CREATED.load(Ordering::SeqCst), 3);
 
-        assert_eq!(d(&real, b), 0);
+        assert_eq!(d(st, &real, b), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 0, "a reference remains");
-        assert_eq!(d(&real, a), 0);
+        assert_eq!(d(st, &real, a), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 1, "the last reference destroys the kernel AH");
         // An AH the preload did not make goes to the real library.
         let foreign: *mut ibv_ah = Box::into_raw(Box::new(0u64)).cast();
-        assert_eq!(d(&real, foreign), 0);
+        assert_eq!(d(st, &real, foreign), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 2);
-        assert_eq!(d(&real, other_pd), 0);
-        assert_eq!(d(&real, other_gid), 0);
+        assert_eq!(d(st, &real, other_pd), 0);
+        assert_eq!(d(st, &real, other_gid), 0);
         assert_eq!(DESTROYED.load(Ordering::SeqCst), 4);
-        assert!(lock(&state().ahs).by_ah.is_empty());
-        let line = stats_line();
+        assert!(st.ahs.lock().by_ah.is_empty());
+        let line = stats_line_of(st);
         assert!(
             line.contains("kernel_ahs=3 shared=1") && line.contains("destroy_shared=1 destroy_forwarded=1"),
             "{line}"
