@@ -900,6 +900,19 @@ impl Responder {
         self.table.retire_all(&self.backend);
         Ok(())
     }
+
+    /// Retires the AHs of this responder's port whose destination GID is
+    /// `dgid` (its peer's link-layer address changed); handles out stay
+    /// valid until given back and [`is_current`](Self::is_current) answers
+    /// `false` for them. Moves the epoch, so that hits in flight re-check.
+    /// Returns how many were retired.
+    pub fn retire_dgid(&self, dgid: &Gid) -> usize {
+        let n = self.table.retire_dgid(&self.backend, self.port, dgid);
+        if n > 0 {
+            self.epoch.fetch_add(1, Ordering::Release);
+        }
+        n
+    }
 }
 
 /// Both profiles against a snapshot, as the C attribute and 0 / errno.
@@ -1139,6 +1152,33 @@ mod tests {
         });
         assert_eq!(r.destroy_ah(ah), Err(libc::EINVAL));
         assert_eq!(r.stats().ahs_outstanding, 0);
+        r.close().unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 0);
+    }
+
+    #[test]
+    fn retire_dgid_retires_only_that_peer_and_a_held_ah_stays_valid() {
+        let local = [10, 0, 0, 1];
+        let r = v4_responder(local);
+        let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+        let b = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        let c = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 3], local)).unwrap();
+        let mut other = [0u8; 16];
+        other[10..12].copy_from_slice(&[0xff, 0xff]);
+        other[12..].copy_from_slice(&[10, 0, 0, 9]);
+        assert_eq!(r.retire_dgid(&Gid(other)), 0, "no AH to that peer");
+        let mut gid_b = other;
+        gid_b[12..].copy_from_slice(&[10, 0, 0, 2]);
+        assert_eq!(r.retire_dgid(&Gid(gid_b)), 1);
+        assert_eq!(r.is_current(b), Ok(false), "retired, still held");
+        assert_eq!(r.is_current(c), Ok(true), "another peer");
+        assert_eq!(r.stats().kernel_ahs_live, 2, "the held AH is not destroyed");
+        r.destroy_ah(b).unwrap();
+        assert_eq!(r.stats().kernel_ahs_live, 1, "destroyed at its last give-back");
+        let again = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        assert_eq!(r.is_current(again), Ok(true), "a new AH for the peer");
+        r.destroy_ah(again).unwrap();
+        r.destroy_ah(c).unwrap();
         r.close().unwrap();
         assert_eq!(r.stats().kernel_ahs_live, 0);
     }

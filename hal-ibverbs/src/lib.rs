@@ -68,7 +68,9 @@ pub mod events;
 pub mod ffi;
 pub mod gid;
 mod hal;
-pub mod netevents;
+/// The rtnetlink watcher (neighbour, link and address events), shared with
+/// libudah.
+pub use udah_netevents as netevents;
 mod slots;
 pub mod verbs;
 

@@ -186,6 +186,19 @@ where
         })
     }
 
+    /// Retires every entry of `port` whose destination GID is `dgid`,
+    /// whatever layer-2 facts it was built with: for a backend that does not
+    /// record the resolved MAC, after the neighbour table says that address
+    /// now resolves to another station. A retired entry a holder still
+    /// references stays valid for that holder and is destroyed at its last
+    /// release. Returns how many entries were retired.
+    pub fn retire_dgid(&self, hal: &H, port: u8, dgid: &Gid) -> usize {
+        self.sweep(hal, |key, _, _| {
+            let words = AttrWords::from_raw(key.0);
+            if key.port() == port && words.dgid().as_ref() == Some(dgid) { Verdict::Retire } else { Verdict::Keep }
+        })
+    }
+
     /// Retires every entry. Returns how many entries were retired.
     pub fn retire_all(&self, hal: &H) -> usize {
         self.sweep(hal, |_, _, _| Verdict::Retire)
