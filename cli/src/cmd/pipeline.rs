@@ -15,7 +15,7 @@ pub(crate) use super::table_box::AHS;
 /// The pipeline of `serve --hal ibverbs`: core's [`Responder`] (GID
 /// snapshot, libibverbs profile, AH table) on one port of a backend it
 /// borrows, so that the backend (its PD and context) outlives every AH and
-/// handle of the pipeline. Boxed by [`pipeline`]: it holds two snapshots of
+/// handle of the pipeline. Boxed by [`pipeline_in`]: it holds two snapshots of
 /// [`GIDS`] entries. Its AH table has `N` slots.
 pub(crate) type Pipeline<'h, H, const N: usize = AHS> = Responder<Shared<&'h H, Box<AhTable<H, N>>>, GIDS>;
 
