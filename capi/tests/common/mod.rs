@@ -203,3 +203,11 @@ pub(crate) fn run(cmd: &mut Command) -> std::process::Output {
 
 /// gcc flags shared by every C build.
 pub(crate) const CFLAGS: &[&str] = &["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"];
+
+/// [`CFLAGS`] and the words of `UDAH_TEST_CFLAGS` (capi/check-sanitizers.sh
+/// passes `-fsanitize=...` there), for the C programs the tests build and
+/// run.
+pub(crate) fn cflags() -> Vec<String> {
+    let extra = std::env::var("UDAH_TEST_CFLAGS").unwrap_or_default();
+    CFLAGS.iter().map(|s| (*s).to_owned()).chain(extra.split_whitespace().map(str::to_owned)).collect()
+}
