@@ -44,9 +44,8 @@ fn build(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// Runs `bin ARGS` with `preload` (space-separated) and extra `env`.
 fn fork_ah(bin: &Path, preload: &[&Path], env: &[(&str, &str)], args: &[&str]) -> Output {
-    let list: Vec<String> = preload.iter().map(|p| p.display().to_string()).collect();
     let mut cmd = Command::new(bin);
-    cmd.args(args).env("LD_PRELOAD", list.join(" "));
+    cmd.args(args).env("LD_PRELOAD", ld_preload(preload));
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -35,6 +35,13 @@ struct fake_ah {
 };
 
 static atomic_ulong created, destroyed, bad;
+/* Incremented by every create once its AH is filled in, read by every
+ * destroy before it touches the AH: the happens-before edge from a create
+ * to a destroy in another thread. The program hands the AH over through
+ * udah's own locks, which ThreadSanitizer does not see (libudah and the
+ * preload are not instrumented), so without this it would report the
+ * fake's calloc and free as a race. */
+static atomic_ulong published;
 static struct verbs_context vctx;
 static struct ibv_pd fake_pd;
 
@@ -119,7 +126,8 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	f->ah.context = pd->context;
 	f->ah.pd = pd;
 	f->ah.handle = (uint32_t)atomic_fetch_add(&created, 1);
-	atomic_store(&f->magic, FAKE_MAGIC);
+	atomic_init(&f->magic, FAKE_MAGIC);
+	atomic_fetch_add(&published, 1);
 	return &f->ah;
 }
 
@@ -128,6 +136,7 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 	struct fake_ah *f = (struct fake_ah *)ah;
 	unsigned want = FAKE_MAGIC;
 
+	(void)atomic_load(&published);
 	if (!ah || ah->pd != &fake_pd || !atomic_compare_exchange_strong(&f->magic, &want, 0)) {
 		atomic_fetch_add(&bad, 1);
 		errno = EINVAL;
