@@ -30,8 +30,8 @@
  * or ibv_init_ah_from_wc (preload) and a plain ibv_create_ah +
  * ibv_destroy_ah of it; then _exit(0). A child that blocks is a failure,
  * not a hang: it arms alarm(20) first (SIGALRM kills it), and the parent
- * waits for it at most 60 s (then SIGKILL). UDAH_FORK_ALARM=S sets the
- * child's alarm to S seconds. The parent checks that every
+ * waits for it at most 40 s longer (then SIGKILL). UDAH_FORK_ALARM=S sets
+ * the child's alarm to S seconds. The parent checks that every
  * child exited 0, that no thread saw a failure, and at the end that the
  * responder (udah) or the fake verbs (every AH destroyed exactly once)
  * balance. Exit status 0 when all of that holds, 1 otherwise, 2 on
@@ -54,7 +54,6 @@
 #include <udah.h>
 
 #define THREADS 4
-#define CHILD_WAIT_S 60
 
 static int use_udah, fake, selftest;
 static unsigned child_alarm_s = 20;
@@ -215,15 +214,15 @@ static int child(unsigned k)
 	return 0;
 }
 
-/* Waits for `pid` at most CHILD_WAIT_S; its status, or -1 when it had to
- * be killed. */
+/* Waits for `pid` at most 40 s beyond the child's alarm; its status, or -1
+ * when it had to be killed. */
 static int wait_child(pid_t pid)
 {
 	struct timespec tick = { 0, 1000000 };
 	long ms;
 	int status;
 
-	for (ms = 0; ms < CHILD_WAIT_S * 1000L; ms++) {
+	for (ms = 0; ms < (child_alarm_s + 40) * 1000L; ms++) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
 		if (r == pid)
@@ -351,8 +350,8 @@ int main(int argc, char **argv)
 			_exit(child((unsigned)k));
 		status = wait_child(pid);
 		if (status == -1) {
-			fprintf(stderr, "fork %d: the child did not finish within %d s (deadlock), killed\n", k,
-				CHILD_WAIT_S);
+			fprintf(stderr, "fork %d: the child did not finish within %u s (deadlock), killed\n", k,
+				child_alarm_s + 40);
 			failed++;
 		} else if (WIFSIGNALED(status)) {
 			fprintf(stderr, "fork %d: the child died of signal %d%s\n", k, WTERMSIG(status),
