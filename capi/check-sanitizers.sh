@@ -12,7 +12,11 @@
 #      tests/c_api.rs (vectors.c against libudah.so and libudah.a, and
 #      every libibverbs vector; the example) and tests/fork.rs (the fork
 #      test with libudah and under the preload).
+#      capi/tests/install/*.c (last_error.c; preload_stats.c with and
+#      without the preload) against the release libraries.
 #   2. ThreadSanitizer: tests/fork.rs (the threaded C program).
+# (capi/tests/c/ah_loop.c and responder_check.c need a device: the guest
+# suite runs them, not instrumented.)
 # The tests compile their C programs with UDAH_TEST_CFLAGS and put
 # UDAH_TEST_LD_PRELOAD first in the LD_PRELOAD of the programs they run
 # under the preload: the sanitizer runtime must be initialised before the
@@ -74,6 +78,18 @@ UDAH_TEST_LD_PRELOAD="$asan" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   cargo test -p udah-capi --test c_api --test fork -- "$@"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: capi/tests/install/*.c against the release libraries"
+cargo build --release -p udah-capi -p udah-preload
+rel=${CARGO_TARGET_DIR:-$repo/target}/release
+ln -sf "$rel/libudah.so" "$tmp/libudah.so.0"
+san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+gcc -std=c11 -O1 -g -Wall -Wextra -Werror "${san[@]}" -I include capi/tests/install/last_error.c \
+  -L "$rel" -ludah -libverbs -Wl,-rpath,"$tmp" -o "$tmp/last_error"
+"$tmp/last_error"
+gcc -std=c11 -O1 -g -Wall -Wextra -Werror "${san[@]}" -I include capi/tests/install/preload_stats.c -ldl -o "$tmp/preload_stats"
+"$tmp/preload_stats" absent
+LD_PRELOAD="$asan $rel/libudah_preload.so" "$tmp/preload_stats" enabled=1
 
 echo "== ThreadSanitizer: tests/fork.rs"
 UDAH_TEST_CFLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
