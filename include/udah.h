@@ -76,8 +76,12 @@ struct udah_config {
   // `sizeof(struct udah_config)` as the caller compiled it; at least 8
   // (this field and `ah_slots`).
   uint32_t size;
-  // AH-table slots: 0 for 1024, else a power of two. This release
-  // validates it (at most 1024) but always allocates 1024 slots.
+  // AH-table slots: 0 for 1024, else a power of two up to 2²¹
+  // (2097152), rounded up to the next capacity the library is built for
+  // (1024, 4096, 16384, 65536, 262144, 1048576, 2097152); the slots are
+  // allocated at open (64 bytes each). `udah_stats.ah_slots` tells the
+  // capacity in use. A table stays below about 98 % full before it
+  // evicts an AH nobody holds.
   uint32_t ah_slots;
   // GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
   // validates it (at most 1024) and snapshots up to 1024 slots (a larger
@@ -119,6 +123,9 @@ struct udah_stats {
   uint64_t refresh_failures;
   // Generation of the snapshot in use (1 for the first).
   uint64_t gid_generation;
+  // The AH table's capacity (`udah_config.ah_slots`, rounded up).
+  // `udah_stats_ex` only: `udah_responder_stats` writes the fields above.
+  uint64_t ah_slots;
 };
 
 #ifdef __cplusplus
@@ -159,6 +166,16 @@ struct udah_responder *udah_responder_open(struct ibv_context *context, uint8_t 
 // `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
 // `pd` must be NULL or a live PD that outlives the responder.
 struct udah_responder *udah_responder_from_gids(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd);
+
+// `udah_responder_from_gids` with options (`cfg` may be NULL for the
+// defaults; `gid_slots` is not used: the table is `gid_tbl_len` long).
+// Returns NULL with errno as `udah_responder_from_gids`, and `EINVAL` or
+// `E2BIG` for a bad `cfg` as `udah_responder_open_ex`.
+//
+// # Safety
+// As `udah_responder_from_gids`; `cfg` must be NULL or valid for reads of
+// `cfg->size` bytes.
+struct udah_responder *udah_responder_from_gids_ex(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd, const struct udah_config *cfg);
 
 // `udah_responder_open` with options (`cfg` may be NULL for the defaults).
 // Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
@@ -285,8 +302,10 @@ int udah_handle_async_event(struct udah_responder *r, const struct ibv_async_eve
 // `r` must be a live responder.
 int udah_responder_refresh(struct udah_responder *r);
 
-// Copies the responder's counters into `stats`. Returns 0, or -1 with
-// `EINVAL` for a NULL argument.
+// Copies the responder's first 14 counters (the struct as version 0.1
+// defined it, up to `gid_generation`) into `stats`; later counters need
+// `udah_responder_stats_ex`. Returns 0, or -1 with `EINVAL` for a NULL
+// argument.
 //
 // # Safety
 // `r` must be a live responder and `stats` valid for writes.

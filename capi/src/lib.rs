@@ -62,12 +62,14 @@ symbol_versions!("UDAH_0.1":
     udah_responder_open_ex,
     udah_responder_stats_ex,
     udah_ah_is_current,
+    udah_responder_from_gids_ex,
 );
 
 #[doc(hidden)]
 pub mod engine;
 #[doc(hidden)]
 pub mod ffi;
+mod fork;
 
 use engine::{AhFailure, AhPtr, Responder, Verbs};
 use ffi::{ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_gid_entry, ibv_grh, ibv_pd, ibv_wc};
@@ -135,7 +137,14 @@ pub struct udah_stats {
     pub refresh_failures: u64,
     /// Generation of the snapshot in use (1 for the first).
     pub gid_generation: u64,
+    /// The AH table's capacity (`udah_config.ah_slots`, rounded up).
+    /// `udah_stats_ex` only: `udah_responder_stats` writes the fields above.
+    pub ah_slots: u64,
 }
+
+/// The bytes of `struct udah_stats` as version 0.1 defined it, which
+/// `udah_responder_stats` writes whatever the struct has grown to.
+const STATS_V0_1: usize = 14 * 8;
 
 fn set_errno(e: i32) {
     // SAFETY: `__errno_location` has no preconditions.
@@ -299,7 +308,34 @@ pub unsafe extern "C" fn udah_responder_from_gids(
     n_gids: usize,
     pd: *mut ibv_pd,
 ) -> *mut udah_responder {
+    // SAFETY: forwarded contract; a NULL configuration is the defaults.
+    unsafe { udah_responder_from_gids_ex(port_num, link_layer, gid_tbl_len, gids, n_gids, pd, core::ptr::null()) }
+}
+
+/// `udah_responder_from_gids` with options (`cfg` may be NULL for the
+/// defaults; `gid_slots` is not used: the table is `gid_tbl_len` long).
+/// Returns NULL with errno as `udah_responder_from_gids`, and `EINVAL` or
+/// `E2BIG` for a bad `cfg` as `udah_responder_open_ex`.
+///
+/// # Safety
+/// As `udah_responder_from_gids`; `cfg` must be NULL or valid for reads of
+/// `cfg->size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_from_gids_ex(
+    port_num: u8,
+    link_layer: u8,
+    gid_tbl_len: u32,
+    gids: *const ibv_gid_entry,
+    n_gids: usize,
+    pd: *mut ibv_pd,
+    cfg: *const udah_config,
+) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let config = match unsafe { read_config(cfg) } {
+            Ok(c) => c,
+            Err((e, msg)) => return fail_null_msg(e, &msg),
+        };
         if port_num == 0 {
             return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
         }
@@ -336,9 +372,13 @@ pub unsafe extern "C" fn udah_responder_from_gids(
             };
             entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
         }
-        match engine::gids_from_list(port_num, ll, gid_tbl_len, entries) {
+        let options = engine::Options { ah_slots: config.ah_slots };
+        let made = engine::gids_from_list(port_num, ll, gid_tbl_len, entries).and_then(|t| {
             // SAFETY: forwarded contract on `pd`.
-            Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
+            unsafe { Responder::from_gids_with(t, pd, Verbs::libibverbs(), options) }
+        });
+        match made {
+            Ok(r) => into_c(r),
             Err(e) => fail_null(e.0),
         }
     })
@@ -354,8 +394,12 @@ pub struct udah_config {
     /// `sizeof(struct udah_config)` as the caller compiled it; at least 8
     /// (this field and `ah_slots`).
     pub size: u32,
-    /// AH-table slots: 0 for 1024, else a power of two. This release
-    /// validates it (at most 1024) but always allocates 1024 slots.
+    /// AH-table slots: 0 for 1024, else a power of two up to 2²¹
+    /// (2097152), rounded up to the next capacity the library is built for
+    /// (1024, 4096, 16384, 65536, 262144, 1048576, 2097152); the slots are
+    /// allocated at open (64 bytes each). `udah_stats.ah_slots` tells the
+    /// capacity in use. A table stays below about 98 % full before it
+    /// evicts an AH nobody holds.
     pub ah_slots: u32,
     /// GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
     /// validates it (at most 1024) and snapshots up to 1024 slots (a larger
@@ -367,16 +411,22 @@ pub struct udah_config {
     pub max_pending_total: u32,
 }
 
+/// A validated configuration: the AH-table capacity to allocate.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    ah_slots: usize,
+}
+
 /// The configuration in `cfg` (NULL: the defaults), reading `cfg->size`
 /// bytes at most, or the errno and sentence of its first bad field.
 ///
 /// # Safety
 /// `cfg` must be NULL or valid for reads of `cfg->size` bytes (at least the
 /// `size` field).
-unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, String)> {
+unsafe fn read_config(cfg: *const udah_config) -> Result<Config, (i32, String)> {
     let mut c = udah_config { size: core::mem::size_of::<udah_config>() as u32, ..udah_config::default() };
     if cfg.is_null() {
-        return Ok(c);
+        return Ok(Config { ah_slots: engine::AH_CAP });
     }
     // SAFETY: `cfg` is valid for reads of at least its `size` field.
     let size = unsafe { cfg.cast::<u32>().read_unaligned() } as usize;
@@ -387,16 +437,20 @@ unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, Stri
     // SAFETY: `cfg` is valid for reads of `size` >= `n` bytes, `c` for
     // writes of `n` <= its size; they do not overlap.
     unsafe { core::ptr::copy_nonoverlapping(cfg.cast::<u8>(), (&raw mut c).cast::<u8>(), n) };
-    if c.ah_slots != 0 && (!c.ah_slots.is_power_of_two() || c.ah_slots as usize > engine::AH_CAP) {
-        return Err((
-            libc::EINVAL,
-            format!("ah_slots {} is not 0 or a power of two up to {}", c.ah_slots, engine::AH_CAP),
-        ));
-    }
+    let ah_slots = match c.ah_slots as usize {
+        0 => engine::AH_CAP,
+        n if n.is_power_of_two() && n <= engine::MAX_AH_SLOTS => {
+            udah_core::heap::ah_slots_at_least(n).unwrap_or(engine::MAX_AH_SLOTS)
+        }
+        n => {
+            let msg = format!("ah_slots {n} is not 0 or a power of two up to {}", engine::MAX_AH_SLOTS);
+            return Err((libc::EINVAL, msg));
+        }
+    };
     if c.gid_slots as usize > engine::GID_CAP {
         return Err((libc::E2BIG, format!("gid_slots {} is above the responder's {}", c.gid_slots, engine::GID_CAP)));
     }
-    Ok(c)
+    Ok(Config { ah_slots })
 }
 
 /// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
@@ -416,14 +470,22 @@ pub unsafe extern "C" fn udah_responder_open_ex(
 ) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
         // SAFETY: forwarded contract.
-        if let Err((e, msg)) = unsafe { read_config(cfg) } {
-            return fail_null_msg(e, &msg);
-        }
+        let config = match unsafe { read_config(cfg) } {
+            Ok(c) => c,
+            Err((e, msg)) => return fail_null_msg(e, &msg),
+        };
         if context.is_null() {
             return fail_null_msg(libc::EINVAL, "context is NULL");
         }
+        if port_num == 0 {
+            return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
+        }
+        let options = engine::Options { ah_slots: config.ah_slots };
         // SAFETY: forwarded contract.
-        unsafe { udah_responder_open(context, port_num, pd) }
+        match unsafe { Responder::open_with(context, port_num, pd, Verbs::libibverbs(), options) } {
+            Ok(r) => into_c(r),
+            Err(e) => fail_null(e.0),
+        }
     })
 }
 
@@ -728,8 +790,10 @@ pub unsafe extern "C" fn udah_responder_refresh(r: *mut udah_responder) -> c_int
     })
 }
 
-/// Copies the responder's counters into `stats`. Returns 0, or -1 with
-/// `EINVAL` for a NULL argument.
+/// Copies the responder's first 14 counters (the struct as version 0.1
+/// defined it, up to `gid_generation`) into `stats`; later counters need
+/// `udah_responder_stats_ex`. Returns 0, or -1 with `EINVAL` for a NULL
+/// argument.
 ///
 /// # Safety
 /// `r` must be a live responder and `stats` valid for writes.
@@ -742,8 +806,10 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
             return fail_int(libc::EINVAL);
         }
         let c = resp.stats();
-        // SAFETY: `stats` is valid for writes (the contract).
-        unsafe { stats.write(c) };
+        // SAFETY: `stats` is valid for writes of the version-0.1 struct (the
+        // contract: a caller compiled against any header has at least its
+        // 14 counters), `c` for reads of more; they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping((&raw const c).cast::<u8>(), stats.cast::<u8>(), STATS_V0_1) };
         0
     })
 }

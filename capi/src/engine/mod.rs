@@ -22,7 +22,7 @@ use udah_core::attr::PortNum;
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::responder::{Config, Refreshed, ResolveError, Responder as CoreResponder};
-use udah_core::table::{AhCache, AhHandle, AhTable, Shared, TableError, Wait};
+use udah_core::table::{AhHandle, AhTable, Shared, TableError};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
 
@@ -30,18 +30,24 @@ use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_context, ibv_pd};
 
 /// Capacity of a GID snapshot (rxe's table has 1024 slots; mlx5 RoCE 255).
 pub const GID_CAP: usize = 1024;
-/// Capacity of a responder's AH table (a power of two).
+/// A responder's AH-table capacity unless its configuration asks for
+/// another.
 pub const AH_CAP: usize = 1024;
+/// The largest AH table a responder takes: the last of
+/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS) (2²¹ slots, 128 MiB).
+pub const MAX_AH_SLOTS: usize = udah_core::heap::AH_SLOTS[udah_core::heap::AH_SLOTS.len() - 1];
 
 /// One port's GID-table snapshot.
 pub type Gids = GidTable<GID_CAP>;
 
 /// A failure as an errno value (what the C API reports).
 mod backend;
+mod responder;
 #[cfg(test)]
 mod tests;
 
 pub use backend::*;
+pub use responder::{Options, Responder};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic inside a critical section (caught at the C boundary) happens
@@ -113,17 +119,17 @@ fn resolve_failure(e: ResolveError<Errno>) -> AhFailure {
     }
 }
 
-/// The AH table of a C responder.
-type Table = AhTable<PdBackend, AH_CAP>;
+/// The AH table of a C responder of `N` slots.
+type Table<const N: usize> = AhTable<PdBackend, N>;
 
 /// The AH cache of a C responder: the core's shared table over the
 /// application's PD (see [`Responder`] for why not a [`Session`](udah_core::table::Session)),
 /// both also held by the [`Responder`] for its lock-free hits.
-type Cache = Shared<Arc<PdBackend>, Arc<Table>>;
+type Cache<const N: usize> = Shared<Arc<PdBackend>, Arc<Table<N>>>;
 
 /// The core pipeline of a C responder: snapshot, libibverbs profile, open
 /// admission, the shared cache.
-type Core = CoreResponder<Cache, GID_CAP>;
+type Core<const N: usize> = CoreResponder<Cache<N>, GID_CAP>;
 
 /// The C references handed out on one table slot, with the one table
 /// reference (the anchor) that keeps the slot's entry while any is out.
@@ -180,12 +186,13 @@ impl Out {
     }
 }
 
-/// Slots of the AH-to-slot hint map (4 per table slot).
-const HINTS: usize = AH_CAP * 4;
+/// Slots of the AH-to-slot hint map per table slot.
+const HINTS_PER_SLOT: usize = 4;
 
-fn hint_of(ah: AhPtr) -> usize {
+/// The hint-map slot of `ah` in a map of `hints` slots (a power of two).
+fn hint_of(ah: AhPtr, hints: usize) -> usize {
     // Fibonacci hashing of the address (allocations are 16-byte aligned).
-    ((ah.0 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
+    ((ah.0 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - hints.trailing_zeros())) as usize
 }
 
 /// A thread's copy of a responder's GID snapshot: `epoch` is the responder's
@@ -212,6 +219,10 @@ fn random_seed() -> u64 {
     use core::hash::BuildHasher;
     std::hash::RandomState::new().hash_one(0x7564_6168_u64)
 }
+
+/// Attempts of a request on a fresh snapshot copy while re-snapshots race
+/// it, before it takes the core responder's mutex.
+const STALE_RETRIES: usize = 3;
 
 /// Responder ids, for the threads' snapshot copies (never reused).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -247,7 +258,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// address → slot, written on hand-out; a stale or overwritten hint falls
 /// back to a scan of the slots' AHs, as does an AH this responder never
 /// handed out, which gives `EINVAL`).
-pub struct Responder {
+pub struct Engine<const N: usize> {
     port: u8,
     /// Made over a context: events and refreshes re-read the GID table.
     refreshable: bool,
@@ -255,38 +266,44 @@ pub struct Responder {
     id: u64,
     /// Moves (under the mutex) with every re-snapshot.
     epoch: AtomicU64,
-    table: Arc<Table>,
+    table: Arc<Table<N>>,
     backend: Arc<PdBackend>,
     /// Per table slot: the C references out.
     out: Box<[Out]>,
     /// AH address → slot + 1 (0: none), a hint checked against `out`.
     hints: Box<[AtomicU32]>,
-    inner: Mutex<Box<Core>>,
+    inner: Mutex<Box<Core<N>>>,
     counters: Counters,
 }
 
-impl core::fmt::Debug for Responder {
+impl<const N: usize> core::fmt::Debug for Engine<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Responder").field("port", &self.port).field("stats", &self.stats()).finish_non_exhaustive()
+        f.debug_struct("Responder").field("port", &self.port).field("ah_slots", &N).finish_non_exhaustive()
     }
 }
 
-impl Responder {
+/// A new table of `N` slots with a random seed (`ENOMEM` when it cannot be
+/// built).
+fn new_table<const N: usize>() -> Result<Arc<Table<N>>, Errno> {
+    udah_core::heap::boxed_table::<PdBackend, N>(random_seed()).map(Arc::from).map_err(|_| Errno(libc::ENOMEM))
+}
+
+impl<const N: usize> Engine<N> {
     /// A responder over the application's context and PD (both borrowed).
     /// `pd` may be null: the responder then only computes attributes.
     ///
     /// # Safety
     /// `ctx` must be a live context and `pd` null or a live PD of it; both
     /// must outlive the responder.
-    pub unsafe fn open(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs) -> Result<Responder, Errno> {
+    pub unsafe fn open(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs) -> Result<Engine<N>, Errno> {
         if ctx.is_null() {
             return Err(Errno(libc::EINVAL));
         }
         let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
-        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), Arc::new(Table::with_seed(random_seed())));
+        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), new_table::<N>()?);
         // The first snapshot: `PdBackend::snapshot_gids`.
         let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, Config::default())?);
-        Ok(Responder::with_core(core, backend, table, true))
+        Ok(Engine::with_core(core, backend, table, true))
     }
 
     /// A responder over a fixed snapshot (no context: events and refreshes
@@ -294,43 +311,48 @@ impl Responder {
     ///
     /// # Safety
     /// `pd` must be null or a live PD that outlives the responder.
-    pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
+    pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Result<Engine<N>, Errno> {
         let backend = Arc::new(PdBackend::new(core::ptr::null_mut(), pd, verbs));
-        let table = Arc::new(Table::with_seed(random_seed()));
+        let table = new_table::<N>()?;
         let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, Config::default()));
-        Responder::with_core(core, backend, table, false)
+        Ok(Engine::with_core(core, backend, table, false))
     }
 
-    fn with_core(core: Box<Core>, backend: Arc<PdBackend>, table: Arc<Table>, refreshable: bool) -> Responder {
-        Responder {
+    fn with_core(core: Box<Core<N>>, backend: Arc<PdBackend>, table: Arc<Table<N>>, refreshable: bool) -> Engine<N> {
+        Engine {
             port: core.port(),
             refreshable,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             epoch: AtomicU64::new(1),
             table,
             backend,
-            out: (0..AH_CAP).map(|_| Out::new()).collect(),
-            hints: (0..HINTS).map(|_| AtomicU32::new(0)).collect(),
+            out: (0..N).map(|_| Out::new()).collect(),
+            hints: (0..N * HINTS_PER_SLOT).map(|_| AtomicU32::new(0)).collect(),
             inner: Mutex::new(core),
             counters: Counters::default(),
         }
     }
 
     /// `f` over the calling thread's copy of the snapshot (re-copied under
-    /// the mutex when a refresh moved the epoch), with the copy's epoch.
-    fn with_gids<R>(&self, mut f: impl FnMut(&Gids) -> R) -> (R, u64) {
+    /// the mutex when a refresh moved the epoch) and the copy's epoch. The
+    /// mutex is not held while `f` runs.
+    fn with_gids<R>(&self, mut f: impl FnMut(&Gids, u64) -> R) -> R {
         let now = self.epoch.load(Ordering::Acquire);
         let local =
             LOCAL.try_with(|cell| cell.try_borrow_mut().ok().and_then(|mut v| self.on_local(&mut v, now, &mut f)));
         if let Ok(Some(r)) = local {
             return r;
         }
-        // The thread is exiting (its locals are gone): under the mutex.
-        let g = lock(&self.inner);
-        (f(g.gids()), self.epoch.load(Ordering::Acquire))
+        // The thread is exiting (its locals are gone), or this is a nested
+        // call (a create that came back into libudah): a copy of its own.
+        let (copy, epoch) = {
+            let g = lock(&self.inner);
+            (Box::new(g.gids().clone()), self.epoch.load(Ordering::Acquire))
+        };
+        f(&copy, epoch)
     }
 
-    fn on_local<R>(&self, v: &mut Vec<LocalGids>, now: u64, f: &mut impl FnMut(&Gids) -> R) -> Option<(R, u64)> {
+    fn on_local<R>(&self, v: &mut Vec<LocalGids>, now: u64, f: &mut impl FnMut(&Gids, u64) -> R) -> Option<R> {
         let i = match v.iter().position(|l| l.id == self.id) {
             Some(i) => i,
             None => {
@@ -349,7 +371,7 @@ impl Responder {
             *l.gids = g.gids().clone();
             l.epoch = self.epoch.load(Ordering::Acquire);
         }
-        Some((f(&l.gids), l.epoch))
+        Some(f(&l.gids, l.epoch))
     }
 
     /// The port.
@@ -371,44 +393,72 @@ impl Responder {
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
         bump(&self.counters.init_calls);
-        let (r, _) = self.with_gids(|g| compute(g, self.port, wc, area, profile, evidence));
+        let r = self.with_gids(|g, _| compute(g, self.port, wc, area, profile, evidence));
         if r.1 != 0 {
             bump(&self.counters.init_failures);
         }
         r
     }
 
-    /// A deduplicated, referenced AH for a completion: the core responder's
-    /// [`resolve`](CoreResponder::resolve) (the libibverbs profile, as
-    /// `ibv_create_ah_from_wc`). A hit takes no lock (see [`Responder`]).
+    /// A deduplicated, referenced AH for a completion, as the core
+    /// responder's [`resolve`](CoreResponder::resolve) with the C
+    /// responder's configuration (`Config::default()`: the libibverbs
+    /// profile without evidence, as `ibv_create_ah_from_wc`; an open
+    /// admission policy), and without its mutex: the words from the calling
+    /// thread's snapshot copy, then the shared table, whose miss creates the
+    /// AH with no lock held (see [`Engine`]).
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
-        // The C responder's configuration is `Config::default()`: the
-        // libibverbs profile without evidence, an open admission policy.
-        let (words, epoch) = self.with_gids(|g| libibverbs::words(g, wc, area, Evidence::None).ok());
-        if let Some(words) = words
-            && let Some(h) = self.table.get(&words)
-        {
-            if self.epoch.load(Ordering::Acquire) == epoch {
-                return self.keep(Ok(h));
+        for _ in 0..STALE_RETRIES {
+            if let Some(r) = self.with_gids(|g, epoch| self.resolve_on(g, epoch, wc, area)) {
+                return self.keep(r);
             }
-            // A refresh ran: the words may be stale. Give it back (the
-            // error of a last release is the backend's; the AH is gone).
-            let _ = self.table.release(&self.backend, h);
         }
+        // Re-snapshots kept racing this request: the core responder under
+        // its mutex (a create there holds it; this takes a refresh storm).
         let r = lock(&self.inner).resolve(wc, area).map_err(resolve_failure);
         self.keep(r)
     }
 
+    /// `create_ah_from_wc` against the snapshot copy `gids` of epoch
+    /// `epoch`: `None` when a re-snapshot or a retirement moved the epoch
+    /// meanwhile (the request is to be made again on a fresh copy).
+    fn resolve_on(
+        &self,
+        gids: &Gids,
+        epoch: u64,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Option<Result<AhHandle<AhPtr>, AhFailure>> {
+        let words = match libibverbs::words(gids, wc, area, Evidence::None) {
+            Ok(w) => w,
+            Err(f) => return Some(Err(AhFailure::Attr(f.error.errno()))),
+        };
+        let h = match self.table.get_or_create(&self.backend, &words) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(table_failure(e))),
+        };
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            return Some(Ok(h));
+        }
+        // A refresh ran since the copy was taken. If the entry was created
+        // from the copy after the refresh's sweep, it is built on a GID
+        // entry that may have changed: retire whatever the copy and the
+        // current snapshot disagree on (a no-op when only a retirement
+        // moved the epoch), give the reference back, and ask again.
+        let _ = self.table.release(&self.backend, h);
+        let g = lock(&self.inner);
+        self.table.retire_gid_change(&self.backend, gids, g.gids());
+        None
+    }
+
     /// A deduplicated, referenced AH for an attribute, from the same cache
-    /// (an attribute equal to a completion's shares its AH).
+    /// (an attribute equal to a completion's shares its AH); a miss creates
+    /// with no lock held.
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
         let r = match AhAttr::try_from(attr) {
-            Ok(a) => match self.table.get(&a) {
-                Some(h) => Ok(h),
-                None => lock(&self.inner).cache_mut().lookup(a, Wait::Block).map_err(table_failure),
-            },
+            Ok(a) => self.table.get_or_create(&self.backend, &a).map_err(table_failure),
             Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
         };
         self.keep(r)
@@ -446,7 +496,7 @@ impl Responder {
                         // the anchor until the store below clears it.
                         unsafe { *out.anchor.get() = Some(h) };
                         out.word.store(next & !BUSY, Ordering::Release);
-                        if let Some(hint) = self.hints.get(hint_of(ah)) {
+                        if let Some(hint) = self.hints.get(hint_of(ah, self.hints.len())) {
                             hint.store(slot as u32 + 1, Ordering::Relaxed);
                         }
                         return Ok(ah);
@@ -480,7 +530,7 @@ impl Responder {
     /// did not hand out (or handed out fewer times).
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
         bump(&self.counters.destroy_calls);
-        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        let hinted = self.hints.get(hint_of(ah, self.hints.len())).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
         if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
             && let Some(r) = self.give_back(out, ah)
         {
@@ -502,7 +552,7 @@ impl Responder {
     /// change or eviction replaced it; the handle stays valid until given
     /// back), `EINVAL` for an AH this responder has not out.
     pub fn is_current(&self, ah: AhPtr) -> Result<bool, i32> {
-        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        let hinted = self.hints.get(hint_of(ah, self.hints.len())).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
         if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
             && let Some(r) = self.anchor_current(out, ah)
         {
@@ -648,6 +698,7 @@ impl Responder {
             refreshes: s.resnapshots,
             refresh_failures: ld(&c.refresh_failures),
             gid_generation: g.gids().generation(),
+            ah_slots: N as u64,
         }
     }
 

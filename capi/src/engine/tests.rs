@@ -45,7 +45,7 @@ fn identical_completions_share_one_ah_until_the_last_reference() {
     let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
     let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
     // SAFETY: the fake verbs never dereference `pd`.
-    let r = unsafe { Responder::from_gids(gids, pd, verbs) };
+    let r = unsafe { Responder::from_gids(gids, pd, verbs) }.unwrap();
     let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
     let a = v4_area([192, 168, 1, 20], local);
     let b = v4_area([192, 168, 1, 21], local);
@@ -83,7 +83,7 @@ fn v4_responder_with(local: [u8; 4], verbs: Verbs) -> Responder {
         .unwrap();
     let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
     // SAFETY: the fake verbs never dereference `pd`.
-    unsafe { Responder::from_gids(gids, pd, verbs) }
+    unsafe { Responder::from_gids(gids, pd, verbs) }.unwrap()
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn a_held_ah_reports_current_until_retired_and_unknown_after_give_back() {
     assert_eq!(ah, again);
     assert_eq!(r.is_current(ah), Ok(true));
     assert_eq!(r.is_current(AhPtr(16)), Err(libc::EINVAL), "not ours");
-    assert_eq!(r.table.retire_all(&r.backend), 1);
+    assert_eq!(r.retire_dgid(&Gid::from_ipv4([10, 0, 0, 2])), 1);
     assert_eq!(r.is_current(ah), Ok(false), "retired, still held");
     r.destroy_ah(ah).unwrap();
     assert_eq!(r.is_current(ah), Ok(false), "one reference still out");
@@ -299,7 +299,7 @@ fn kernel_profile_through_the_c_attribute() {
 fn failures_keep_the_c_attribute_and_errno() {
     let gids = gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap();
     // SAFETY: no PD.
-    let r = unsafe { Responder::from_gids(gids, core::ptr::null_mut(), Verbs::libibverbs()) };
+    let r = unsafe { Responder::from_gids(gids, core::ptr::null_mut(), Verbs::libibverbs()) }.unwrap();
     let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
     let a = v4_area([10, 0, 0, 2], [10, 0, 0, 1]);
     let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
@@ -313,4 +313,97 @@ fn failures_keep_the_c_attribute_and_errno() {
     assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(1)), Err(libc::EOPNOTSUPP));
     assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(2)), Ok(false));
     assert_eq!(gids_from_list(1, LinkLayer::Ethernet, 2000, []).unwrap_err(), Errno(libc::E2BIG));
+}
+
+#[test]
+fn a_configured_capacity_holds_more_peers_than_the_default() {
+    let gids = gids_from_list(
+        1,
+        LinkLayer::Ethernet,
+        16,
+        [(3, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2))],
+    )
+    .unwrap();
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let options = Options { ah_slots: 1 << 16 };
+    // SAFETY: the fake verbs never dereference `pd`.
+    let r = unsafe { Responder::from_gids_with(gids, pd, verbs, options) }.unwrap();
+    assert_eq!(r.ah_slots(), 1 << 16);
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let peers = if cfg!(miri) { 64u32 } else { 20_000 };
+    let held: Vec<AhPtr> = (0..peers)
+        .map(|i| {
+            let [_, a, b, c] = i.to_be_bytes();
+            r.create_ah_from_wc(&wc, &v4_area([10, a, b, c], [10, 0, 0, 1])).unwrap()
+        })
+        .collect();
+    let s = r.stats();
+    assert_eq!((s.kernel_ahs_live, s.ahs_outstanding, s.ah_slots), (u64::from(peers), u64::from(peers), 1 << 16));
+    for ah in held {
+        r.destroy_ah(ah).unwrap();
+    }
+    r.close().unwrap();
+    assert_eq!(r.stats().kernel_ahs_live, 0);
+    // SAFETY: the fake verbs never dereference `pd`.
+    let bad = unsafe {
+        Responder::from_gids_with(
+            gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap(),
+            pd,
+            verbs,
+            Options { ah_slots: 2048 },
+        )
+    };
+    assert_eq!(bad.err(), Some(Errno(libc::EINVAL)), "2048 is not an offered capacity");
+}
+
+/// The destination whose create [`slow_create`] holds until `SLOW_GO`.
+const SLOW_PEER: [u8; 4] = [10, 0, 9, 9];
+static SLOW_IN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static SLOW_GO: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// `fake_create`, but a create for [`SLOW_PEER`] waits (as an
+/// `ibv_create_ah` resolving an unanswered neighbour does) until `SLOW_GO`.
+unsafe extern "C" fn slow_create(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+    // SAFETY: the engine passes a valid attribute.
+    let dgid = unsafe { (*attr).attr.grh.dgid };
+    if dgid == Gid::from_ipv4(SLOW_PEER).0 {
+        SLOW_IN.store(true, Ordering::SeqCst);
+        while !SLOW_GO.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { fake_create(pd, attr) }
+}
+
+#[test]
+fn a_slow_create_blocks_neither_other_peers_nor_hits() {
+    let local = [10, 0, 0, 1];
+    let r = v4_responder_with(local, Verbs { create_ah: slow_create, destroy_ah: fake_destroy });
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let known = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+    std::thread::scope(|s| {
+        let slow = s.spawn(|| r.create_ah_from_wc(&wc, &v4_area(SLOW_PEER, local)));
+        while !SLOW_IN.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The slow create is in the "kernel" now. A hit, a new peer's miss,
+        // an attribute's create, a give-back and the counters all go on (a
+        // lock held across the slow create would hang here).
+        let hit = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        assert_eq!(hit, known);
+        let other = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 3], local)).unwrap();
+        assert_ne!(other, known);
+        r.destroy_ah(hit).unwrap();
+        r.destroy_ah(other).unwrap();
+        assert_eq!(r.stats().kernel_ahs_created, 2, "the slow one is still being created");
+        assert!(!slow.is_finished());
+        SLOW_GO.store(true, Ordering::SeqCst);
+        let ah = slow.join().unwrap().unwrap();
+        r.destroy_ah(ah).unwrap();
+    });
+    r.destroy_ah(known).unwrap();
+    assert_eq!(r.stats().kernel_ahs_created, 3);
+    r.close().unwrap();
 }

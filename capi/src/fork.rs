@@ -1,0 +1,174 @@
+//! Fork safety: `fork` happens between libudah calls, never inside one.
+//!
+//! A responder's shared state has short windows in which one thread owns a
+//! piece of it: a table slot being created (other threads asking for the
+//! same AH wait for that create), the table's claim flag, a slot's `BUSY`
+//! bit, the snapshot mutex. A child forked while another thread is inside
+//! such a window inherits it owned by a thread that does not exist there,
+//! and its first call on that piece waits for ever.
+//!
+//! So every call into a responder is a [`Call`]: it counts itself in flight
+//! on its thread's stripe of [`IN_FLIGHT`] for its duration. The
+//! `pthread_atfork` *prepare* handler raises [`FORKING`] (calls that start
+//! after it wait at their entry, holding nothing) and waits until no call is
+//! in flight; the *parent* handler lowers it; the *child* handler clears both
+//! (its only thread is the forking one, which was in no call). The calls
+//! never wait for each other through this: only a fork waits, for the calls
+//! already running (including a create in the kernel) to finish.
+//!
+//! The cost of a call is two uncontended atomic read-modify-writes on a
+//! cache line of its own thread's stripe (64 stripes, assigned round-robin
+//! to threads) and a load of the flag.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Once;
+
+/// Padded to its own cache line, so that threads on different stripes do not
+/// share one.
+#[repr(align(128))]
+struct Stripe(AtomicU64);
+
+/// How many stripes the in-flight count is spread over.
+const STRIPES: usize = 64;
+
+/// Calls in flight, per stripe of threads.
+static IN_FLIGHT: [Stripe; STRIPES] = [const { Stripe(AtomicU64::new(0)) }; STRIPES];
+
+/// Forks between their prepare and parent handlers.
+static FORKING: AtomicU32 = AtomicU32::new(0);
+
+/// The next thread's stripe.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+/// The handlers are registered once per process, at the first call.
+static REGISTER: Once = Once::new();
+
+std::thread_local! {
+    static MY_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn stripe() -> &'static AtomicU64 {
+    let i = MY_STRIPE
+        .try_with(|c| {
+            if c.get() == usize::MAX {
+                c.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
+            }
+            c.get()
+        })
+        // A thread whose locals are gone (exiting) shares stripe 0.
+        .unwrap_or(0);
+    &IN_FLIGHT[i % STRIPES].0
+}
+
+/// A libudah call in flight: a fork waits until it is dropped.
+#[derive(Debug)]
+#[must_use = "a call is in flight only while its guard lives"]
+pub(crate) struct Call(&'static AtomicU64);
+
+/// Starts a call: waits while a fork is being prepared, then counts the call
+/// in flight until the returned guard is dropped.
+pub(crate) fn enter() -> Call {
+    REGISTER.call_once(register);
+    let s = stripe();
+    loop {
+        // Sequentially consistent, with the prepare handler's: either it
+        // sees this count, or this call sees its flag (and backs off).
+        s.fetch_add(1, Ordering::SeqCst);
+        if FORKING.load(Ordering::SeqCst) == 0 {
+            return Call(s);
+        }
+        s.fetch_sub(1, Ordering::SeqCst);
+        while FORKING.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+fn register() {
+    // SAFETY: the three handlers are `extern "C"` functions without
+    // arguments that only touch the atomics of this module.
+    let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    // Only ENOMEM can fail it, at the first call of a process out of
+    // memory: forks then happen without the wait, as without libudah.
+    HANDLERS.store(rc == 0, Ordering::Relaxed);
+}
+
+/// Whether the handlers are registered (tests).
+static HANDLERS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn prepare() {
+    FORKING.fetch_add(1, Ordering::SeqCst);
+    for s in &IN_FLIGHT {
+        while s.0.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+    }
+}
+
+extern "C" fn parent() {
+    FORKING.fetch_sub(1, Ordering::SeqCst);
+}
+
+extern "C" fn child() {
+    // The child's one thread was in no call (the prepare handler waited for
+    // every call to end); a count raised by a thread that was only backing
+    // off at its entry, and that does not exist here, is dropped.
+    for s in &IN_FLIGHT {
+        s.0.store(0, Ordering::Relaxed);
+    }
+    FORKING.store(0, Ordering::SeqCst);
+}
+
+/// Calls in flight now (tests).
+#[cfg(test)]
+pub(crate) fn in_flight() -> u64 {
+    IN_FLIGHT.iter().map(|s| s.0.load(Ordering::SeqCst)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_waits_for_calls_in_flight_and_the_child_can_call() {
+        let call = enter();
+        assert!(HANDLERS.load(Ordering::Relaxed));
+        assert!(in_flight() >= 1);
+        // A fork from another thread waits in `prepare` until `call` ends.
+        let forked = core::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let t = s.spawn(|| {
+                // SAFETY: the child only calls async-signal-safe functions
+                // (`_exit`) after the fork.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // The child: its calls do not wait for the parent's.
+                    let c = enter();
+                    drop(c);
+                    // SAFETY: `_exit` is async-signal-safe and ends the child.
+                    unsafe { libc::_exit(0) };
+                }
+                forked.store(true, Ordering::SeqCst);
+                pid
+            });
+            std::thread::sleep(core::time::Duration::from_millis(100));
+            assert!(!forked.load(Ordering::SeqCst), "fork did not wait for the call in flight");
+            drop(call);
+            let pid = t.join().unwrap();
+            assert!(pid > 0);
+            let mut status = 0;
+            // SAFETY: `pid` is this process's child; `status` is a valid
+            // out-pointer.
+            let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+            assert_eq!(rc, pid);
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status}");
+        });
+    }
+}
