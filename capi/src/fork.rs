@@ -7,16 +7,20 @@
 //! such a window inherits it owned by a thread that does not exist there,
 //! and its first call on that piece waits for ever.
 //!
-//! So every call into a responder is a [`Call`]: it counts itself in flight
+//! So every such window is a [`Call`]: a miss (from the failed look-up to the
+//! created AH), a slot's `BUSY` transition, anything under the snapshot
+//! mutex, a refresh, a retirement sweep, `close`. It counts itself in flight
 //! on its thread's stripe of [`IN_FLIGHT`] for its duration. The
-//! `pthread_atfork` *prepare* handler raises [`FORKING`] (calls that start
-//! after it wait at their entry, holding nothing) and waits until no call is
-//! in flight; the *parent* handler lowers it; the *child* handler clears both
-//! (its only thread is the forking one, which was in no call). The calls
-//! never wait for each other through this: only a fork waits, for the calls
-//! already running (including a create in the kernel) to finish.
+//! `pthread_atfork` *prepare* handler raises [`FORKING`] (windows that open
+//! after it wait at their entry, holding nothing) and waits until none is in
+//! flight; the *parent* handler lowers it; the *child* handler clears both
+//! (its only thread is the forking one, which was in no window). Calls never
+//! wait for each other through this: only a fork waits, for the windows
+//! already open (including a create in the kernel) to close. A hit on a
+//! slot that has references out opens no window: one CAS on the slot's
+//! count, which a fork cannot split.
 //!
-//! The cost of a call is two uncontended atomic read-modify-writes on a
+//! The cost of a window is two uncontended atomic read-modify-writes on a
 //! cache line of its own thread's stripe (64 stripes, assigned round-robin
 //! to threads) and a load of the flag.
 

@@ -22,7 +22,7 @@ use udah_core::attr::PortNum;
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
 use udah_core::responder::{Config, Refreshed, ResolveError, Responder as CoreResponder};
-use udah_core::table::{AhHandle, AhTable, Shared, TableError};
+use udah_core::table::{AhHandle, AhTable, Lookup, Shared, TableError};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
 
@@ -346,6 +346,7 @@ impl<const N: usize> Engine<N> {
         // The thread is exiting (its locals are gone), or this is a nested
         // call (a create that came back into libudah): a copy of its own.
         let (copy, epoch) = {
+            let _call = crate::fork::enter();
             let g = lock(&self.inner);
             (Box::new(g.gids().clone()), self.epoch.load(Ordering::Acquire))
         };
@@ -359,6 +360,7 @@ impl<const N: usize> Engine<N> {
                 if v.len() >= LOCAL_GIDS {
                     v.remove(0);
                 }
+                let _call = crate::fork::enter();
                 let g = lock(&self.inner);
                 let epoch = self.epoch.load(Ordering::Acquire);
                 v.push(LocalGids { id: self.id, epoch, gids: Box::new(g.gids().clone()) });
@@ -367,6 +369,7 @@ impl<const N: usize> Engine<N> {
         };
         let l = v.get_mut(i)?;
         if l.epoch != now {
+            let _call = crate::fork::enter();
             let g = lock(&self.inner);
             *l.gids = g.gids().clone();
             l.epoch = self.epoch.load(Ordering::Acquire);
@@ -416,6 +419,7 @@ impl<const N: usize> Engine<N> {
         }
         // Re-snapshots kept racing this request: the core responder under
         // its mutex (a create there holds it; this takes a refresh storm).
+        let _call = crate::fork::enter();
         let r = lock(&self.inner).resolve(wc, area).map_err(resolve_failure);
         self.keep(r)
     }
@@ -434,13 +438,14 @@ impl<const N: usize> Engine<N> {
             Ok(w) => w,
             Err(f) => return Some(Err(AhFailure::Attr(f.error.errno()))),
         };
-        let h = match self.table.get_or_create(&self.backend, &words) {
+        let h = match self.get_or_create(&words) {
             Ok(h) => h,
-            Err(e) => return Some(Err(table_failure(e))),
+            Err(e) => return Some(Err(e)),
         };
         if self.epoch.load(Ordering::Acquire) == epoch {
             return Some(Ok(h));
         }
+        let _call = crate::fork::enter();
         // A refresh ran since the copy was taken. If the entry was created
         // from the copy after the refresh's sweep, it is built on a GID
         // entry that may have changed: retire whatever the copy and the
@@ -452,13 +457,24 @@ impl<const N: usize> Engine<N> {
         None
     }
 
+    /// A reference to the table's AH for `key`: a lock-free hit, or a miss
+    /// that creates with no lock held, as a call in flight for `fork` (a
+    /// hit opens no window a fork could split: see [`crate::fork`]).
+    fn get_or_create(&self, key: &impl Lookup) -> Result<AhHandle<AhPtr>, AhFailure> {
+        if let Some(h) = self.table.get(key) {
+            return Ok(h);
+        }
+        let _call = crate::fork::enter();
+        self.table.get_or_create(&self.backend, key).map_err(table_failure)
+    }
+
     /// A deduplicated, referenced AH for an attribute, from the same cache
     /// (an attribute equal to a completion's shares its AH); a miss creates
     /// with no lock held.
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
         let r = match AhAttr::try_from(attr) {
-            Ok(a) => self.table.get_or_create(&self.backend, &a).map_err(table_failure),
+            Ok(a) => self.get_or_create(&a),
             Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
         };
         self.keep(r)
@@ -487,7 +503,9 @@ impl<const N: usize> Engine<N> {
                 w = out.settled();
             }
             if w & COUNT == 0 {
-                // 0 → 1: this handle becomes the anchor.
+                // 0 → 1: this handle becomes the anchor, in a `BUSY` window
+                // that a fork must not split.
+                let _call = crate::fork::enter();
                 let next = (w & SEQ).wrapping_add(SEQ_ONE) | BUSY | 1;
                 match out.word.compare_exchange_weak(w, next, Ordering::Acquire, Ordering::Acquire) {
                     Ok(_) => {
@@ -580,6 +598,8 @@ impl<const N: usize> Engine<N> {
             if w & COUNT == 0 || out.token.load(Ordering::Relaxed) != ah.0 {
                 return None;
             }
+            // A `BUSY` window: a call in flight for `fork`.
+            let _call = crate::fork::enter();
             match out.word.compare_exchange_weak(w, w | BUSY, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => {
                     // SAFETY: this thread set `BUSY`: it alone touches the
@@ -607,6 +627,9 @@ impl<const N: usize> Engine<N> {
             }
             let last = w & COUNT == 1;
             let next = if last { (w & SEQ) | BUSY } else { w.wrapping_sub(1) };
+            // The last give-back opens a `BUSY` window and may destroy the
+            // AH: a call in flight for `fork`.
+            let _call = last.then(crate::fork::enter);
             match out.word.compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) if last => {
                     // SAFETY: this thread set `BUSY`: it alone touches the

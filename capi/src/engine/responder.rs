@@ -1,6 +1,8 @@
 //! [`Responder`]: an [`Engine`] of the capacity its configuration asks for,
-//! behind one virtual call, with every call counted in flight for `fork`
-//! ([`crate::fork`]).
+//! behind one virtual call. The calls that take the snapshot mutex or sweep
+//! the table are calls in flight for `fork` ([`crate::fork`]) here; the AH
+//! calls mark only their windows (a miss, a slot's `BUSY` transition), in
+//! [`Engine`], so that a hit stays without a locked instruction of its own.
 
 use super::*;
 
@@ -88,8 +90,8 @@ impl<const N: usize> Ops for Engine<N> {
 /// A C responder: an [`Engine`] whose AH table has the capacity its
 /// [`Options`] ask for (one of [`AH_SLOTS`](udah_core::heap::AH_SLOTS);
 /// the capacity is a const parameter of the table, so each is an
-/// instantiation, chosen once at open). Every method is a call in flight
-/// for `fork` ([`crate::fork::enter`]). Thread safe.
+/// instantiation, chosen once at open). Thread safe and fork safe
+/// ([`crate::fork`]).
 #[derive(Debug)]
 pub struct Responder(Box<dyn Ops>);
 
@@ -172,31 +174,26 @@ impl Responder {
         profile: Profile,
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
-        let _call = crate::fork::enter();
         self.0.init_ah_from_wc(wc, area, profile, evidence)
     }
 
     /// [`Engine::create_ah_from_wc`].
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
-        let _call = crate::fork::enter();
         self.0.create_ah_from_wc(wc, area)
     }
 
     /// [`Engine::create_ah`].
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
-        let _call = crate::fork::enter();
         self.0.create_ah(attr)
     }
 
     /// [`Engine::destroy_ah`].
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
-        let _call = crate::fork::enter();
         self.0.destroy_ah(ah)
     }
 
     /// [`Engine::is_current`].
     pub fn is_current(&self, ah: AhPtr) -> Result<bool, i32> {
-        let _call = crate::fork::enter();
         self.0.is_current(ah)
     }
 
