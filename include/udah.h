@@ -124,8 +124,16 @@ struct udah_stats {
   // Generation of the snapshot in use (1 for the first).
   uint64_t gid_generation;
   // The AH table's capacity (`udah_config.ah_slots`, rounded up).
-  // `udah_stats_ex` only: `udah_responder_stats` writes the fields above.
+  // `udah_stats_ex` only (as every field below): `udah_responder_stats`
+  // writes the fields above.
   uint64_t ah_slots;
+  // Network events read by `udah_responder_process_events`.
+  uint64_t net_events;
+  // Of which a neighbour now resolving to another MAC.
+  uint64_t mac_changes;
+  // AHs retired because their destination's MAC changed (handles out
+  // stay valid until given back; `udah_ah_is_current` says 0).
+  uint64_t retired_by_events;
 };
 
 #ifdef __cplusplus
@@ -294,6 +302,38 @@ int udah_create_ah_batch(struct udah_responder *r, const struct ibv_wc *wcs, con
 // # Safety
 // `r` must be a live responder and `event` valid for reads.
 int udah_handle_async_event(struct udah_responder *r, const struct ibv_async_event *event);
+
+// A file descriptor that becomes readable when network events that can
+// make the responder's AHs stale wait (a neighbour's MAC, a local MAC or
+// address changed): add it to `poll`/`epoll`, and call
+// `udah_responder_process_events` when it is readable. For programs
+// without an event loop of their own; the context's asynchronous events
+// stay the application's (pass them to `udah_handle_async_event`).
+//
+// The first call opens it (an rtnetlink socket, which then asks the kernel
+// for its neighbour table, so that a peer resolved before it opened is
+// known); later calls return the same descriptor, which the responder owns
+// and closes when destroyed (do not close it). Returns the descriptor, or
+// -1 with errno (`EINVAL` for a NULL responder, or the socket's errno).
+//
+// # Safety
+// `r` must be NULL or a live responder.
+int udah_responder_event_fd(struct udah_responder *r);
+
+// Reads every network event waiting on `udah_responder_event_fd` (never
+// blocks) and applies it: a neighbour whose MAC changed has its AHs
+// retired (only those; the same MAC, or a first sighting, retires
+// nothing; handles out stay valid until given back, and
+// `udah_ah_is_current` says 0 for them); a local MAC or address change
+// re-reads the GID table. Returns the number of events read (0 when none,
+// or before the first `udah_responder_event_fd`), or -1 with errno:
+// `EINVAL` for a NULL responder, `ENOBUFS` when the kernel dropped events
+// (the ones read were applied; a MAC change may have been lost, so an
+// application that cannot miss one re-creates the AHs it holds).
+//
+// # Safety
+// `r` must be NULL or a live responder.
+int udah_responder_process_events(struct udah_responder *r);
 
 // Re-reads the GID table now (what `udah_handle_async_event` does on a GID
 // change). Returns 0, or -1 with errno as `udah_handle_async_event`.

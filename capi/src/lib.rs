@@ -63,6 +63,8 @@ symbol_versions!("UDAH_0.1":
     udah_responder_stats_ex,
     udah_ah_is_current,
     udah_responder_from_gids_ex,
+    udah_responder_event_fd,
+    udah_responder_process_events,
 );
 
 #[doc(hidden)]
@@ -138,8 +140,16 @@ pub struct udah_stats {
     /// Generation of the snapshot in use (1 for the first).
     pub gid_generation: u64,
     /// The AH table's capacity (`udah_config.ah_slots`, rounded up).
-    /// `udah_stats_ex` only: `udah_responder_stats` writes the fields above.
+    /// `udah_stats_ex` only (as every field below): `udah_responder_stats`
+    /// writes the fields above.
     pub ah_slots: u64,
+    /// Network events read by `udah_responder_process_events`.
+    pub net_events: u64,
+    /// Of which a neighbour now resolving to another MAC.
+    pub mac_changes: u64,
+    /// AHs retired because their destination's MAC changed (handles out
+    /// stay valid until given back; `udah_ah_is_current` says 0).
+    pub retired_by_events: u64,
 }
 
 /// The bytes of `struct udah_stats` as version 0.1 defined it, which
@@ -769,6 +779,58 @@ pub unsafe extern "C" fn udah_handle_async_event(r: *mut udah_responder, event: 
         match resp.handle_event(ev.event_type, port) {
             Ok(refreshed) => c_int::from(refreshed),
             Err(e) => fail_int(e),
+        }
+    })
+}
+
+/// A file descriptor that becomes readable when network events that can
+/// make the responder's AHs stale wait (a neighbour's MAC, a local MAC or
+/// address changed): add it to `poll`/`epoll`, and call
+/// `udah_responder_process_events` when it is readable. For programs
+/// without an event loop of their own; the context's asynchronous events
+/// stay the application's (pass them to `udah_handle_async_event`).
+///
+/// The first call opens it (an rtnetlink socket, which then asks the kernel
+/// for its neighbour table, so that a peer resolved before it opened is
+/// known); later calls return the same descriptor, which the responder owns
+/// and closes when destroyed (do not close it). Returns the descriptor, or
+/// -1 with errno (`EINVAL` for a NULL responder, or the socket's errno).
+///
+/// # Safety
+/// `r` must be NULL or a live responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_event_fd(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        match resp.event_fd() {
+            Ok(fd) => fd,
+            Err(e) => fail_int_msg(e, &format!("cannot open the rtnetlink socket: {}", describe(e))),
+        }
+    })
+}
+
+/// Reads every network event waiting on `udah_responder_event_fd` (never
+/// blocks) and applies it: a neighbour whose MAC changed has its AHs
+/// retired (only those; the same MAC, or a first sighting, retires
+/// nothing; handles out stay valid until given back, and
+/// `udah_ah_is_current` says 0 for them); a local MAC or address change
+/// re-reads the GID table. Returns the number of events read (0 when none,
+/// or before the first `udah_responder_event_fd`), or -1 with errno:
+/// `EINVAL` for a NULL responder, `ENOBUFS` when the kernel dropped events
+/// (the ones read were applied; a MAC change may have been lost, so an
+/// application that cannot miss one re-creates the AHs it holds).
+///
+/// # Safety
+/// `r` must be NULL or a live responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_process_events(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        match resp.process_events() {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => fail_int_msg(e, &format!("reading network events: {}", describe(e))),
         }
     })
 }

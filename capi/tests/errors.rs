@@ -149,3 +149,27 @@ fn plain_stats_write_only_the_first_version_of_the_struct() {
     // SAFETY: no AH is out.
     assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
 }
+
+#[test]
+fn the_event_fd_is_one_socket_and_processing_never_blocks() {
+    let r = from_gids_ex(&udah::udah_config { size: 8, ..Default::default() });
+    assert!(!r.is_null());
+    // SAFETY: `r` is live.
+    let processed_before = unsafe { udah::udah_responder_process_events(r) };
+    assert_eq!(processed_before, 0, "no events before the fd is asked for");
+    // SAFETY: `r` is live.
+    let fd = unsafe { udah::udah_responder_event_fd(r) };
+    assert!(fd >= 0, "event fd: {} {}", errno(), last_error());
+    // SAFETY: `r` is live.
+    assert_eq!(unsafe { udah::udah_responder_event_fd(r) }, fd, "the same fd every time");
+    // The neighbour-table dump's entries, or nothing: never a wait.
+    // SAFETY: `r` is live.
+    let n = unsafe { udah::udah_responder_process_events(r) };
+    assert!(n >= 0, "process_events: {} {}", errno(), last_error());
+    assert_eq!(stats(r).net_events, n as u64);
+    // SAFETY: NULL is refused.
+    assert_eq!(unsafe { udah::udah_responder_event_fd(core::ptr::null_mut()) }, -1);
+    assert_eq!(errno(), libc::EINVAL);
+    // SAFETY: no AH is out; the responder closes its fd.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}

@@ -42,11 +42,13 @@ pub type Gids = GidTable<GID_CAP>;
 
 /// A failure as an errno value (what the C API reports).
 mod backend;
+mod events;
 mod responder;
 #[cfg(test)]
 mod tests;
 
 pub use backend::*;
+pub use events::EventCounts;
 pub use responder::{Options, Responder};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -722,6 +724,7 @@ impl<const N: usize> Engine<N> {
             refresh_failures: ld(&c.refresh_failures),
             gid_generation: g.gids().generation(),
             ah_slots: N as u64,
+            ..Stats::default()
         }
     }
 

@@ -5,6 +5,7 @@
 //! [`Engine`], so that a hit stays without a locked instruction of its own.
 
 use super::*;
+use std::os::fd::{AsRawFd, RawFd};
 
 /// A responder's settings beyond its context, port and PD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +94,18 @@ impl<const N: usize> Ops for Engine<N> {
 /// instantiation, chosen once at open). Thread safe and fork safe
 /// ([`crate::fork`]).
 #[derive(Debug)]
-pub struct Responder(Box<dyn Ops>);
+pub struct Responder {
+    engine: Box<dyn Ops>,
+    /// The network-event engine, opened by the first
+    /// [`event_fd`](Self::event_fd).
+    events: Mutex<Option<super::events::NetEngine>>,
+}
+
+impl Responder {
+    fn new(engine: Box<dyn Ops>) -> Responder {
+        Responder { engine, events: Mutex::new(None) }
+    }
+}
 
 impl Responder {
     /// A responder over the application's context and PD (both borrowed).
@@ -113,7 +125,7 @@ impl Responder {
         let _call = crate::fork::enter();
         // SAFETY: forwarded contract.
         udah_core::with_ah_slots!(options.ah_slots, N => unsafe { Engine::<N>::open(ctx, port, pd, verbs) }
-            .map(|e| Responder(Box::new(e))))
+            .map(|e| Responder::new(Box::new(e))))
         .unwrap_or(Err(Errno(libc::EINVAL)))
     }
 
@@ -141,7 +153,7 @@ impl Responder {
         let mut gids = Some(gids);
         udah_core::with_ah_slots!(options.ah_slots, N => match gids.take() {
             // SAFETY: forwarded contract.
-            Some(g) => unsafe { Engine::<N>::from_gids(g, pd, verbs) }.map(|e| Responder(Box::new(e))),
+            Some(g) => unsafe { Engine::<N>::from_gids(g, pd, verbs) }.map(|e| Responder::new(Box::new(e))),
             None => Err(Errno(libc::EINVAL)),
         })
         .unwrap_or(Err(Errno(libc::EINVAL)))
@@ -158,12 +170,12 @@ impl Responder {
 
     /// The port.
     pub fn port(&self) -> u8 {
-        self.0.port()
+        self.engine.port()
     }
 
     /// The AH table's capacity.
     pub fn ah_slots(&self) -> usize {
-        self.0.ah_slots()
+        self.engine.ah_slots()
     }
 
     /// [`Engine::init_ah_from_wc`].
@@ -174,56 +186,93 @@ impl Responder {
         profile: Profile,
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
-        self.0.init_ah_from_wc(wc, area, profile, evidence)
+        self.engine.init_ah_from_wc(wc, area, profile, evidence)
     }
 
     /// [`Engine::create_ah_from_wc`].
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
-        self.0.create_ah_from_wc(wc, area)
+        self.engine.create_ah_from_wc(wc, area)
     }
 
     /// [`Engine::create_ah`].
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
-        self.0.create_ah(attr)
+        self.engine.create_ah(attr)
     }
 
     /// [`Engine::destroy_ah`].
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
-        self.0.destroy_ah(ah)
+        self.engine.destroy_ah(ah)
     }
 
     /// [`Engine::is_current`].
     pub fn is_current(&self, ah: AhPtr) -> Result<bool, i32> {
-        self.0.is_current(ah)
+        self.engine.is_current(ah)
     }
 
     /// [`Engine::refresh`].
     pub fn refresh(&self) -> Result<(), i32> {
         let _call = crate::fork::enter();
-        self.0.refresh()
+        self.engine.refresh()
     }
 
     /// [`Engine::handle_event`].
     pub fn handle_event(&self, event_type: u32, port: Option<i32>) -> Result<bool, i32> {
         let _call = crate::fork::enter();
-        self.0.handle_event(event_type, port)
+        self.engine.handle_event(event_type, port)
     }
 
-    /// [`Engine::stats`].
+    /// [`Engine::stats`], with the network events' counts.
     pub fn stats(&self) -> Stats {
+        let e = self.event_counts();
         let _call = crate::fork::enter();
-        self.0.stats()
+        Stats {
+            net_events: e.net_events,
+            mac_changes: e.mac_changes,
+            retired_by_events: e.retired,
+            ..self.engine.stats()
+        }
     }
 
     /// [`Engine::close`].
     pub fn close(&self) -> Result<(), i32> {
         let _call = crate::fork::enter();
-        self.0.close()
+        self.engine.close()
+    }
+
+    /// The responder's event fd: readable when network events wait (poll
+    /// it, then [`process_events`](Self::process_events)). Opened at the
+    /// first call (the rtnetlink socket, and a request for the neighbour
+    /// table); the same fd afterwards, closed with the responder.
+    pub fn event_fd(&self) -> Result<RawFd, i32> {
+        let mut g = lock(&self.events);
+        if let Some(e) = g.as_ref() {
+            return Ok(e.as_raw_fd());
+        }
+        let e = super::events::NetEngine::open().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let fd = e.as_raw_fd();
+        *g = Some(e);
+        Ok(fd)
+    }
+
+    /// Reads and applies every network event waiting (never blocks): the
+    /// number read, 0 when none (or the event fd was never asked for), or
+    /// the errno of a failed read (`ENOBUFS`: the kernel dropped events).
+    pub fn process_events(&self) -> Result<usize, i32> {
+        let mut g = lock(&self.events);
+        match g.as_mut() {
+            Some(e) => e.process(self).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)),
+            None => Ok(0),
+        }
+    }
+
+    /// What the network events did so far.
+    pub fn event_counts(&self) -> super::events::EventCounts {
+        lock(&self.events).as_ref().map(|e| e.counts()).unwrap_or_default()
     }
 
     /// [`Engine::retire_dgid`].
     pub fn retire_dgid(&self, dgid: &Gid) -> usize {
         let _call = crate::fork::enter();
-        self.0.retire_dgid(dgid)
+        self.engine.retire_dgid(dgid)
     }
 }

@@ -28,7 +28,7 @@ fake_verbs!(fake_create, fake_destroy, CREATED, DESTROYED);
 // The multi-threaded test's own, so that its counts are exact.
 fake_verbs!(mt_create, mt_destroy, MT_CREATED, MT_DESTROYED);
 
-fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
+pub(super) fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
     let mut a = [0u8; 40];
     let h = [0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0];
     a[20..32].copy_from_slice(&h);
@@ -73,7 +73,7 @@ fn identical_completions_share_one_ah_until_the_last_reference() {
     assert!(CREATED.load(Ordering::SeqCst) >= 2 && DESTROYED.load(Ordering::SeqCst) >= 2);
 }
 
-fn v4_responder(local: [u8; 4]) -> Responder {
+pub(super) fn v4_responder(local: [u8; 4]) -> Responder {
     v4_responder_with(local, Verbs { create_ah: fake_create, destroy_ah: fake_destroy })
 }
 
