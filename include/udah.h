@@ -68,6 +68,16 @@
 // deduplicating cache of AHs on one protection domain. Opaque; thread safe.
 struct udah_responder;
 
+// A source-GID prefix of `udah_config.allow`: the GIDs whose first `len`
+// bits (0 to 128) are `raw`'s. An IPv4 subnet `a.b.c.d/n` is the
+// IPv4-mapped GID `::ffff:a.b.c.d` with `len` 96 + n.
+struct udah_gid_prefix {
+  // The GID, network byte order (as `union ibv_gid`'s `raw`).
+  uint8_t raw[16];
+  // The prefix length in bits.
+  uint32_t len;
+};
+
 // Options of `udah_responder_open_ex`. Set `size` to
 // `sizeof(struct udah_config)`: the library reads only the first `size`
 // bytes (a caller compiled against an older, shorter struct gets the
@@ -91,6 +101,15 @@ struct udah_config {
   uint32_t max_pending_per_peer;
   // Reserved: validated (any value) but not yet used.
   uint32_t max_pending_total;
+  // How many entries `allow` has (at most 8); 0 admits every source.
+  uint32_t n_allow;
+  // The admission allow-list: only completions whose source GID lies in
+  // one of these prefixes may create an AH (or take one from the cache)
+  // through `udah_create_ah_from_wc` and `udah_create_ah_batch`; the
+  // others fail with `EACCES` and create nothing, evict nothing.
+  // `udah_init_ah_from_wc` and `udah_create_ah` (the application's own
+  // attribute) are not filtered. Read at open only (may be freed after).
+  const struct udah_gid_prefix *allow;
 };
 
 // Counters of a responder (`udah_responder_stats`).
@@ -134,6 +153,8 @@ struct udah_stats {
   // AHs retired because their destination's MAC changed (handles out
   // stay valid until given back; `udah_ah_is_current` says 0).
   uint64_t retired_by_events;
+  // AH requests from completions refused by `udah_config.allow`.
+  uint64_t refused;
 };
 
 #ifdef __cplusplus

@@ -150,6 +150,8 @@ pub struct udah_stats {
     /// AHs retired because their destination's MAC changed (handles out
     /// stay valid until given back; `udah_ah_is_current` says 0).
     pub retired_by_events: u64,
+    /// AH requests from completions refused by `udah_config.allow`.
+    pub refused: u64,
 }
 
 /// The bytes of `struct udah_stats` as version 0.1 defined it, which
@@ -382,7 +384,7 @@ pub unsafe extern "C" fn udah_responder_from_gids_ex(
             };
             entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
         }
-        let options = engine::Options { ah_slots: config.ah_slots };
+        let options = config;
         let made = engine::gids_from_list(port_num, ll, gid_tbl_len, entries).and_then(|t| {
             // SAFETY: forwarded contract on `pd`.
             unsafe { Responder::from_gids_with(t, pd, Verbs::libibverbs(), options) }
@@ -399,7 +401,7 @@ pub unsafe extern "C" fn udah_responder_from_gids_ex(
 /// bytes (a caller compiled against an older, shorter struct gets the
 /// defaults for the fields it lacks), and fields are only ever appended.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct udah_config {
     /// `sizeof(struct udah_config)` as the caller compiled it; at least 8
     /// (this field and `ah_slots`).
@@ -419,13 +421,45 @@ pub struct udah_config {
     pub max_pending_per_peer: u32,
     /// Reserved: validated (any value) but not yet used.
     pub max_pending_total: u32,
+    /// How many entries `allow` has (at most 8); 0 admits every source.
+    pub n_allow: u32,
+    /// The admission allow-list: only completions whose source GID lies in
+    /// one of these prefixes may create an AH (or take one from the cache)
+    /// through `udah_create_ah_from_wc` and `udah_create_ah_batch`; the
+    /// others fail with `EACCES` and create nothing, evict nothing.
+    /// `udah_init_ah_from_wc` and `udah_create_ah` (the application's own
+    /// attribute) are not filtered. Read at open only (may be freed after).
+    pub allow: *const udah_gid_prefix,
 }
 
-/// A validated configuration: the AH-table capacity to allocate.
-#[derive(Debug, Clone, Copy)]
-struct Config {
-    ah_slots: usize,
+/// A source-GID prefix of `udah_config.allow`: the GIDs whose first `len`
+/// bits (0 to 128) are `raw`'s. An IPv4 subnet `a.b.c.d/n` is the
+/// IPv4-mapped GID `::ffff:a.b.c.d` with `len` 96 + n.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct udah_gid_prefix {
+    /// The GID, network byte order (as `union ibv_gid`'s `raw`).
+    pub raw: [u8; 16],
+    /// The prefix length in bits.
+    pub len: u32,
 }
+
+impl Default for udah_config {
+    fn default() -> udah_config {
+        udah_config {
+            size: core::mem::size_of::<udah_config>() as u32,
+            ah_slots: 0,
+            gid_slots: 0,
+            max_pending_per_peer: 0,
+            max_pending_total: 0,
+            n_allow: 0,
+            allow: core::ptr::null(),
+        }
+    }
+}
+
+/// A validated configuration, as the engine takes it.
+type Config = engine::Options;
 
 /// The configuration in `cfg` (NULL: the defaults), reading `cfg->size`
 /// bytes at most, or the errno and sentence of its first bad field.
@@ -434,9 +468,9 @@ struct Config {
 /// `cfg` must be NULL or valid for reads of `cfg->size` bytes (at least the
 /// `size` field).
 unsafe fn read_config(cfg: *const udah_config) -> Result<Config, (i32, String)> {
-    let mut c = udah_config { size: core::mem::size_of::<udah_config>() as u32, ..udah_config::default() };
+    let mut c = udah_config::default();
     if cfg.is_null() {
-        return Ok(Config { ah_slots: engine::AH_CAP });
+        return Ok(Config::default());
     }
     // SAFETY: `cfg` is valid for reads of at least its `size` field.
     let size = unsafe { cfg.cast::<u32>().read_unaligned() } as usize;
@@ -460,7 +494,37 @@ unsafe fn read_config(cfg: *const udah_config) -> Result<Config, (i32, String)> 
     if c.gid_slots as usize > engine::GID_CAP {
         return Err((libc::E2BIG, format!("gid_slots {} is above the responder's {}", c.gid_slots, engine::GID_CAP)));
     }
-    Ok(Config { ah_slots })
+    // SAFETY: `allow` holds `n_allow` entries when not NULL (the contract).
+    let admission = unsafe { read_allow(c.allow, c.n_allow) }?;
+    Ok(Config { ah_slots, admission })
+}
+
+/// The admission policy of `udah_config.allow`: every source when `n` is 0.
+///
+/// # Safety
+/// `allow` must be NULL or point to `n` entries.
+unsafe fn read_allow(allow: *const udah_gid_prefix, n: u32) -> Result<udah_core::responder::Admission, (i32, String)> {
+    use udah_core::responder::{Admission, MAX_RULES};
+    if n == 0 {
+        return Ok(Admission::allow_all());
+    }
+    if n as usize > MAX_RULES {
+        return Err((libc::EINVAL, format!("n_allow {n} is above the {MAX_RULES} prefixes a responder checks")));
+    }
+    if allow.is_null() {
+        return Err((libc::EINVAL, format!("allow is NULL with n_allow {n}")));
+    }
+    // SAFETY: `allow` points to `n` entries (the contract), checked non-NULL.
+    let list = unsafe { core::slice::from_raw_parts(allow, n as usize) };
+    let mut a = Admission::allow_all();
+    for (i, p) in list.iter().enumerate() {
+        let len = u8::try_from(p.len).ok().filter(|&l| l <= 128);
+        let Some(len) = len else {
+            return Err((libc::EINVAL, format!("allow[{i}].len is {}, above 128 bits", p.len)));
+        };
+        a = a.allow_gid_prefix(Gid(p.raw), len).map_err(|e| (libc::EINVAL, format!("allow[{i}]: {e}")))?;
+    }
+    Ok(a)
 }
 
 /// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
@@ -490,7 +554,7 @@ pub unsafe extern "C" fn udah_responder_open_ex(
         if port_num == 0 {
             return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
         }
-        let options = engine::Options { ah_slots: config.ah_slots };
+        let options = config;
         // SAFETY: forwarded contract.
         match unsafe { Responder::open_with(context, port_num, pd, Verbs::libibverbs(), options) } {
             Ok(r) => into_c(r),

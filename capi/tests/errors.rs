@@ -173,3 +173,26 @@ fn the_event_fd_is_one_socket_and_processing_never_blocks() {
     // SAFETY: no AH is out; the responder closes its fd.
     assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
 }
+
+#[test]
+fn an_allow_list_is_checked_at_open() {
+    let size = core::mem::size_of::<udah::udah_config>() as u32;
+    let p = |len| udah::udah_gid_prefix { raw: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], len };
+    let nine = [p(64); 9];
+    let cases: [(u32, *const udah::udah_gid_prefix, &str); 3] = [
+        (9, nine.as_ptr(), "n_allow 9 is above the 8 prefixes"),
+        (2, core::ptr::null(), "allow is NULL with n_allow 2"),
+        (1, [p(129)].as_ptr(), "allow[0].len is 129, above 128 bits"),
+    ];
+    for (n, allow, want) in cases {
+        let r = from_gids_ex(&udah::udah_config { size, n_allow: n, allow, ..Default::default() });
+        assert!(r.is_null(), "{want}: accepted");
+        assert_eq!(errno(), libc::EINVAL);
+        assert!(last_error().contains(want), "{}", last_error());
+    }
+    let ok = [p(64), p(128)];
+    let r = from_gids_ex(&udah::udah_config { size, n_allow: 2, allow: ok.as_ptr(), ..Default::default() });
+    assert!(!r.is_null(), "{}", last_error());
+    // SAFETY: no AH is out.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}

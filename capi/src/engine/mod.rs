@@ -21,7 +21,7 @@ use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, ProfileError, k
 use udah_core::attr::PortNum;
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::responder::{Config, Refreshed, ResolveError, Responder as CoreResponder};
+use udah_core::responder::{Admission, Config, Refreshed, ResolveError, Responder as CoreResponder};
 use udah_core::table::{AhHandle, AhTable, Lookup, Shared, TableError};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
@@ -67,6 +67,7 @@ struct Counters {
     create_calls: AtomicU64,
     create_failures: AtomicU64,
     destroy_calls: AtomicU64,
+    refused: AtomicU64,
     events: AtomicU64,
     refresh_failures: AtomicU64,
 }
@@ -86,6 +87,8 @@ pub enum AhFailure {
     Attr(i32),
     /// The AH table or the backend failed: its errno.
     Table(i32),
+    /// The admission policy refused the completion's source (`EACCES`).
+    Refused,
 }
 
 impl AhFailure {
@@ -93,6 +96,7 @@ impl AhFailure {
     pub fn errno(self) -> i32 {
         match self {
             AhFailure::Attr(e) | AhFailure::Table(e) => e,
+            AhFailure::Refused => libc::EACCES,
         }
     }
 }
@@ -114,8 +118,7 @@ fn resolve_failure(e: ResolveError<Errno>) -> AhFailure {
         ResolveError::Profile(ProfileError::Libibverbs(f)) => AhFailure::Attr(f.error.errno()),
         ResolveError::Profile(ProfileError::Kernel(f)) => AhFailure::Attr(f.error.errno()),
         ResolveError::Profile(_) => AhFailure::Attr(libc::EINVAL),
-        // The C API's admission policy is open: never reached.
-        ResolveError::Refused(_) => AhFailure::Attr(libc::EACCES),
+        ResolveError::Refused(_) => AhFailure::Refused,
         ResolveError::Table(t) => table_failure(t),
         _ => AhFailure::Table(libc::EIO),
     }
@@ -275,6 +278,9 @@ pub struct Engine<const N: usize> {
     /// AH address → slot + 1 (0: none), a hint checked against `out`.
     hints: Box<[AtomicU32]>,
     inner: Mutex<Box<Core<N>>>,
+    /// The core responder's admission policy (a copy, read without its
+    /// mutex).
+    admission: Admission,
     counters: Counters,
 }
 
@@ -297,14 +303,21 @@ impl<const N: usize> Engine<N> {
     /// # Safety
     /// `ctx` must be a live context and `pd` null or a live PD of it; both
     /// must outlive the responder.
-    pub unsafe fn open(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs) -> Result<Engine<N>, Errno> {
+    pub unsafe fn open(
+        ctx: *mut ibv_context,
+        port: u8,
+        pd: *mut ibv_pd,
+        verbs: Verbs,
+        admission: Admission,
+    ) -> Result<Engine<N>, Errno> {
         if ctx.is_null() {
             return Err(Errno(libc::EINVAL));
         }
         let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
         let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), new_table::<N>()?);
         // The first snapshot: `PdBackend::snapshot_gids`.
-        let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, Config::default())?);
+        let config = Config { admission, ..Config::default() };
+        let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, config)?);
         Ok(Engine::with_core(core, backend, table, true))
     }
 
@@ -313,15 +326,22 @@ impl<const N: usize> Engine<N> {
     ///
     /// # Safety
     /// `pd` must be null or a live PD that outlives the responder.
-    pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Result<Engine<N>, Errno> {
+    pub unsafe fn from_gids(
+        gids: Box<Gids>,
+        pd: *mut ibv_pd,
+        verbs: Verbs,
+        admission: Admission,
+    ) -> Result<Engine<N>, Errno> {
         let backend = Arc::new(PdBackend::new(core::ptr::null_mut(), pd, verbs));
         let table = new_table::<N>()?;
-        let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, Config::default()));
+        let config = Config { admission, ..Config::default() };
+        let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, config));
         Ok(Engine::with_core(core, backend, table, false))
     }
 
     fn with_core(core: Box<Core<N>>, backend: Arc<PdBackend>, table: Arc<Table<N>>, refreshable: bool) -> Engine<N> {
         Engine {
+            admission: core.config().admission,
             port: core.port(),
             refreshable,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -440,6 +460,10 @@ impl<const N: usize> Engine<N> {
             Ok(w) => w,
             Err(f) => return Some(Err(AhFailure::Attr(f.error.errno()))),
         };
+        if !self.admission.is_open() && self.admission.check(&words, wc).is_err() {
+            bump(&self.counters.refused);
+            return Some(Err(AhFailure::Refused));
+        }
         let h = match self.get_or_create(&words) {
             Ok(h) => h,
             Err(e) => return Some(Err(e)),
@@ -724,6 +748,7 @@ impl<const N: usize> Engine<N> {
             refresh_failures: ld(&c.refresh_failures),
             gid_generation: g.gids().generation(),
             ah_slots: N as u64,
+            refused: ld(&c.refused).saturating_add(s.refused.total()),
             ..Stats::default()
         }
     }

@@ -12,11 +12,14 @@ use std::os::fd::{AsRawFd, RawFd};
 pub struct Options {
     /// AH-table slots: one of [`AH_SLOTS`](udah_core::heap::AH_SLOTS).
     pub ah_slots: usize,
+    /// Whose completions may create an AH (the AH requests from
+    /// completions; an attribute the application gives is its own).
+    pub admission: Admission,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { ah_slots: AH_CAP }
+        Options { ah_slots: AH_CAP, admission: Admission::allow_all() }
     }
 }
 
@@ -124,7 +127,7 @@ impl Responder {
     ) -> Result<Responder, Errno> {
         let _call = crate::fork::enter();
         // SAFETY: forwarded contract.
-        udah_core::with_ah_slots!(options.ah_slots, N => unsafe { Engine::<N>::open(ctx, port, pd, verbs) }
+        udah_core::with_ah_slots!(options.ah_slots, N => unsafe { Engine::<N>::open(ctx, port, pd, verbs, options.admission) }
             .map(|e| Responder::new(Box::new(e))))
         .unwrap_or(Err(Errno(libc::EINVAL)))
     }
@@ -153,7 +156,7 @@ impl Responder {
         let mut gids = Some(gids);
         udah_core::with_ah_slots!(options.ah_slots, N => match gids.take() {
             // SAFETY: forwarded contract.
-            Some(g) => unsafe { Engine::<N>::from_gids(g, pd, verbs) }.map(|e| Responder::new(Box::new(e))),
+            Some(g) => unsafe { Engine::<N>::from_gids(g, pd, verbs, options.admission) }.map(|e| Responder::new(Box::new(e))),
             None => Err(Errno(libc::EINVAL)),
         })
         .unwrap_or(Err(Errno(libc::EINVAL)))

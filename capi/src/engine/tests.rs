@@ -326,7 +326,7 @@ fn a_configured_capacity_holds_more_peers_than_the_default() {
     .unwrap();
     let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
     let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
-    let options = Options { ah_slots: 1 << 16 };
+    let options = Options { ah_slots: 1 << 16, ..Options::default() };
     // SAFETY: the fake verbs never dereference `pd`.
     let r = unsafe { Responder::from_gids_with(gids, pd, verbs, options) }.unwrap();
     assert_eq!(r.ah_slots(), 1 << 16);
@@ -351,7 +351,7 @@ fn a_configured_capacity_holds_more_peers_than_the_default() {
             gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap(),
             pd,
             verbs,
-            Options { ah_slots: 2048 },
+            Options { ah_slots: 2048, ..Options::default() },
         )
     };
     assert_eq!(bad.err(), Some(Errno(libc::EINVAL)), "2048 is not an offered capacity");
@@ -405,5 +405,25 @@ fn a_slow_create_blocks_neither_other_peers_nor_hits() {
     });
     r.destroy_ah(known).unwrap();
     assert_eq!(r.stats().kernel_ahs_created, 3);
+    r.close().unwrap();
+}
+
+#[test]
+fn an_allow_list_refuses_strangers_before_the_table() {
+    let local = [10, 0, 0, 1];
+    let gids = gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+        .unwrap();
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let admission = Admission::allow_all().allow_ipv4_subnet([10, 0, 0, 0], 24).unwrap();
+    // SAFETY: the fake verbs never dereference `pd`.
+    let r = unsafe { Responder::from_gids_with(gids, pd, verbs, Options { admission, ..Options::default() }) }.unwrap();
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let friend = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+    let stranger = r.create_ah_from_wc(&wc, &v4_area([10, 0, 1, 2], local));
+    assert_eq!(stranger.map_err(AhFailure::errno), Err(libc::EACCES));
+    let s = r.stats();
+    assert_eq!((s.refused, s.kernel_ahs_created, s.create_failures), (1, 1, 1));
+    r.destroy_ah(friend).unwrap();
     r.close().unwrap();
 }
