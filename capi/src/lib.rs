@@ -775,30 +775,47 @@ pub unsafe extern "C" fn udah_create_ah_batch(
         // SAFETY: as for `wcs`, valid for writes, and aliasing neither.
         let out = unsafe { core::slice::from_raw_parts_mut(ahs, n) };
         let mut made = 0;
-        for i in 0..n {
-            let (Some(wc), Some(g), Some(slot)) = (wcs.get(i), grhs.get(i), out.get_mut(i)) else { break };
-            let res = if wc.status != 0 {
-                Err(AhFailure::Attr(libc::EINVAL))
-            } else {
+        // On the stack, a chunk at a time: the engine stages its look-ups
+        // when the table is past the caches.
+        const CHUNK: usize = 64;
+        let mut reqs = [(IbvWc::default(), None::<&udah_core::wire::Area>); CHUNK];
+        let mut res = [Err(AhFailure::Table(0)); CHUNK];
+        for start in (0..n).step_by(CHUNK) {
+            let m = CHUNK.min(n - start);
+            let (Some(w), Some(g)) = (wcs.get(start..start + m), grhs.get(start..start + m)) else { break };
+            for (req, (wc, g)) in reqs.iter_mut().zip(w.iter().zip(g)) {
                 // SAFETY: each `grhs[i]` is NULL or valid for reads.
-                match unsafe { opt(*g) } {
-                    Some(g) => resp.create_ah_from_wc(&wc_from_c(wc), &g.bytes),
-                    None => Err(AhFailure::Attr(libc::EFAULT)),
+                let area = unsafe { opt(*g) }.map(|g| &g.bytes);
+                // A completion in error is refused before its words: EINVAL.
+                *req = (wc_from_c(wc), if wc.status != 0 { None } else { area });
+            }
+            let (Some(reqs), Some(res)) = (reqs.get(..m), res.get_mut(..m)) else { break };
+            resp.create_ah_batch(reqs, res);
+            for (k, (r, (wc, g))) in res.iter().zip(w.iter().zip(g)).enumerate() {
+                let i = start + k;
+                let r = match r {
+                    // The engine's `EFAULT` for a missing area; a failed
+                    // completion is `EINVAL` whatever its area.
+                    Err(_) if wc.status != 0 => Err(AhFailure::Attr(libc::EINVAL)),
+                    Err(_) if g.is_null() => Err(AhFailure::Attr(libc::EFAULT)),
+                    r => *r,
+                };
+                let (ah, e) = match r {
+                    Ok(ah) => {
+                        made += 1;
+                        (ah.ptr(), 0)
+                    }
+                    Err(e) => (core::ptr::null_mut(), e.errno()),
+                };
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = ah;
                 }
-            };
-            let (ah, e) = match res {
-                Ok(ah) => {
-                    made += 1;
-                    (ah.ptr(), 0)
+                if !errnos.is_null() {
+                    // SAFETY: `errnos` holds `n` elements and `i < n`.
+                    let p = unsafe { errnos.add(i) };
+                    // SAFETY: in bounds of the caller's array, valid for writes.
+                    unsafe { p.write(e) };
                 }
-                Err(e) => (core::ptr::null_mut(), e.errno()),
-            };
-            *slot = ah;
-            if !errnos.is_null() {
-                // SAFETY: `errnos` holds `n` elements and `i < n`.
-                let p = unsafe { errnos.add(i) };
-                // SAFETY: in bounds of the caller's array, valid for writes.
-                unsafe { p.write(e) };
             }
         }
         made

@@ -18,10 +18,10 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, ProfileError, kernel, libibverbs};
-use udah_core::attr::PortNum;
+use udah_core::attr::{CanonicalWords, PortNum};
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::responder::{Admission, Config, Refreshed, ResolveError, Responder as CoreResponder};
+use udah_core::responder::{Admission, Config, Refreshed, ResolveError, Responder as CoreResponder, STAGE};
 use udah_core::table::{AhHandle, AhTable, Lookup, Shared, TableError};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
@@ -481,6 +481,73 @@ impl<const N: usize> Engine<N> {
         let g = lock(&self.inner);
         self.table.retire_gid_change(&self.backend, gids, g.gids());
         None
+    }
+
+    /// [`create_ah_from_wc`](Self::create_ah_from_wc) for each completion
+    /// of a polled batch (`None` area: `EFAULT`), results in `out` (as many
+    /// as both slices hold). On a table too large to stay in a core's
+    /// caches ([`AhTable::PREFETCH`]), in groups of [`STAGE`]: each
+    /// completion's words on the thread's snapshot copy and its slots
+    /// prefetched, then the group's look-ups, so that their cache and TLB
+    /// misses overlap instead of coming one after the other (the core
+    /// responder's staged batch, `resolve_batch`, over this engine's table).
+    /// A smaller table takes the completions one by one.
+    pub fn create_ah_batch(&self, batch: &[(IbvWc, Option<&Area>)], out: &mut [Result<AhPtr, AhFailure>]) {
+        let one = |(wc, area): &(IbvWc, Option<&Area>)| match area {
+            Some(a) => self.create_ah_from_wc(wc, a),
+            None => {
+                bump(&self.counters.create_calls);
+                self.keep(Err(AhFailure::Attr(libc::EFAULT)))
+            }
+        };
+        if !Table::<N>::PREFETCH {
+            for (o, req) in out.iter_mut().zip(batch) {
+                *o = one(req);
+            }
+            return;
+        }
+        for (group, outs) in batch.chunks(STAGE).zip(out.chunks_mut(STAGE)) {
+            let mut got: [Option<Result<AhHandle<AhPtr>, AhFailure>>; STAGE] = [const { None }; STAGE];
+            let current = self.with_gids(|gids, epoch| {
+                let mut staged = [None; STAGE];
+                for (st, (wc, area)) in staged.iter_mut().zip(group) {
+                    *st = area
+                        .and_then(|a| libibverbs::words(gids, wc, a, Evidence::None).ok())
+                        .filter(|w| self.admission.is_open() || self.admission.check(w, wc).is_ok())
+                        .and_then(CanonicalWords::new)
+                        .map(|w| self.table.prefetch(w));
+                }
+                for (g, st) in got.iter_mut().zip(&staged) {
+                    *g = st.as_ref().map(|h| self.get_or_create(h));
+                }
+                let current = self.epoch.load(Ordering::Acquire) == epoch;
+                if !current {
+                    // As in `resolve_on`: what the stale copy built goes.
+                    let _call = crate::fork::enter();
+                    let core = lock(&self.inner);
+                    self.table.retire_gid_change(&self.backend, gids, core.gids());
+                }
+                current
+            });
+            for ((o, g), req) in outs.iter_mut().zip(got).zip(group) {
+                *o = match g {
+                    Some(r) if current => {
+                        bump(&self.counters.create_calls);
+                        self.keep(r)
+                    }
+                    Some(r) => {
+                        // A re-snapshot raced the group: asked again.
+                        if let Ok(h) = r {
+                            let _ = self.table.release(&self.backend, h);
+                        }
+                        one(req)
+                    }
+                    // A failure, a refusal, or a form the canonical words
+                    // do not take: the single path says which.
+                    None => one(req),
+                };
+            }
+        }
     }
 
     /// A reference to the table's AH for `key`: a lock-free hit, or a miss

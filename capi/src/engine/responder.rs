@@ -37,6 +37,7 @@ trait Ops: Send + Sync + core::fmt::Debug {
     ) -> (IbvAhAttr, i32);
     fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure>;
     fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure>;
+    fn create_ah_batch(&self, batch: &[(IbvWc, Option<&Area>)], out: &mut [Result<AhPtr, AhFailure>]);
     fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32>;
     fn is_current(&self, ah: AhPtr) -> Result<bool, i32>;
     fn refresh(&self) -> Result<(), i32>;
@@ -67,6 +68,9 @@ impl<const N: usize> Ops for Engine<N> {
     }
     fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         Engine::create_ah(self, attr)
+    }
+    fn create_ah_batch(&self, batch: &[(IbvWc, Option<&Area>)], out: &mut [Result<AhPtr, AhFailure>]) {
+        Engine::create_ah_batch(self, batch, out)
     }
     fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
         Engine::destroy_ah(self, ah)
@@ -200,6 +204,11 @@ impl Responder {
     /// [`Engine::create_ah`].
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         self.engine.create_ah(attr)
+    }
+
+    /// [`Engine::create_ah_batch`].
+    pub fn create_ah_batch(&self, batch: &[(IbvWc, Option<&Area>)], out: &mut [Result<AhPtr, AhFailure>]) {
+        self.engine.create_ah_batch(batch, out)
     }
 
     /// [`Engine::destroy_ah`].

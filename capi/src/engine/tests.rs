@@ -427,3 +427,69 @@ fn an_allow_list_refuses_strangers_before_the_table() {
     r.destroy_ah(friend).unwrap();
     r.close().unwrap();
 }
+
+#[test]
+fn a_staged_batch_on_a_table_past_the_caches_answers_as_one_by_one() {
+    let local = [10, 0, 0, 1];
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let gids = || {
+        gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+            .unwrap()
+    };
+    let admission = Admission::allow_all().allow_ipv4_subnet([10, 0, 0, 0], 16).unwrap();
+    let big = Options { ah_slots: 1 << 20, admission };
+    const { assert!(AhTable::<PdBackend, { 1 << 20 }>::PREFETCH, "the staged path is the one tested") };
+    // SAFETY: the fake verbs never dereference `pd`.
+    let staged = unsafe { Responder::from_gids_with(gids(), pd, verbs, big) }.unwrap();
+    // SAFETY: as above.
+    let single =
+        unsafe { Responder::from_gids_with(gids(), pd, verbs, Options { admission, ..Options::default() }) }.unwrap();
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    // 100 requests: 40 peers (each twice or more), a stranger, a missing
+    // area, a multicast destination the profile refuses.
+    let areas: Vec<Area> = (0..100u8)
+        .map(|i| match i {
+            17 => v4_area([10, 1, 9, 9], local),
+            53 => v4_area([10, 0, 0, 2], [224, 0, 0, 1]),
+            _ => v4_area([10, 0, 3, i % 40], local),
+        })
+        .collect();
+    let batch: Vec<(IbvWc, Option<&Area>)> =
+        areas.iter().enumerate().map(|(i, a)| (wc, if i == 71 { None } else { Some(a) })).collect();
+    let mut out = vec![Err(AhFailure::Table(0)); batch.len()];
+    staged.create_ah_batch(&batch, &mut out);
+    let one: Vec<Result<AhPtr, AhFailure>> = batch
+        .iter()
+        .map(|(wc, a)| match a {
+            Some(a) => single.create_ah_from_wc(wc, a),
+            None => Err(AhFailure::Attr(libc::EFAULT)),
+        })
+        .collect();
+    let errs = |v: &[Result<AhPtr, AhFailure>]| v.iter().map(|r| r.err().map(AhFailure::errno)).collect::<Vec<_>>();
+    assert_eq!(errs(&out), errs(&one), "the same failures at the same places");
+    assert_eq!(out[17].err(), Some(AhFailure::Refused));
+    assert_eq!(out[71].err().map(AhFailure::errno), Some(libc::EFAULT));
+    for i in 0..100 {
+        for j in 0..100 {
+            if let (Ok(a), Ok(b), Ok(c), Ok(d)) = (out[i], out[j], one[i], one[j]) {
+                assert_eq!(a == b, c == d, "requests {i} and {j} share an AH in one and not the other");
+            }
+        }
+    }
+    let (s, t) = (staged.stats(), single.stats());
+    // The batch entry without an area is a request that failed (the
+    // one-by-one emulation above never asked).
+    assert_eq!((s.create_calls, s.create_failures), (t.create_calls + 1, t.create_failures + 1));
+    assert_eq!(
+        (s.kernel_ahs_created, s.ahs_outstanding, s.refused),
+        (t.kernel_ahs_created, t.ahs_outstanding, t.refused)
+    );
+    assert_eq!(s.kernel_ahs_created, 40);
+    for (r, ahs) in [(&staged, &out), (&single, &one)] {
+        for ah in ahs.iter().flatten() {
+            r.destroy_ah(*ah).unwrap();
+        }
+        r.close().unwrap();
+    }
+}
