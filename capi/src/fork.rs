@@ -49,20 +49,27 @@ static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 static REGISTER: Once = Once::new();
 
 std::thread_local! {
-    static MY_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's stripe (`usize::MAX` until its first window) and how
+    /// many of its windows are open (nested ones included).
+    static MINE: (Cell<usize>, Cell<u32>) = const { (Cell::new(usize::MAX), Cell::new(0)) };
 }
 
-fn stripe() -> &'static AtomicU64 {
-    let i = MY_STRIPE
-        .try_with(|c| {
-            if c.get() == usize::MAX {
-                c.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
+/// This thread's stripe, and whether it is already in a window (a nested
+/// one must not wait for a fork: the fork waits for the outer one).
+fn stripe() -> (&'static AtomicU64, bool) {
+    let (i, nested) = MINE
+        .try_with(|(s, depth)| {
+            if s.get() == usize::MAX {
+                s.set(NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES);
             }
-            c.get()
+            let nested = depth.get() > 0;
+            depth.set(depth.get().saturating_add(1));
+            (s.get(), nested)
         })
-        // A thread whose locals are gone (exiting) shares stripe 0.
-        .unwrap_or(0);
-    &IN_FLIGHT[i % STRIPES].0
+        // A thread whose locals are gone (exiting) shares stripe 0 and is
+        // taken as not nested.
+        .unwrap_or((0, false));
+    (&IN_FLIGHT[i % STRIPES].0, nested)
 }
 
 /// A libudah call in flight: a fork waits until it is dropped.
@@ -74,12 +81,12 @@ pub(crate) struct Call(&'static AtomicU64);
 /// in flight until the returned guard is dropped.
 pub(crate) fn enter() -> Call {
     REGISTER.call_once(register);
-    let s = stripe();
+    let (s, nested) = stripe();
     loop {
         // Sequentially consistent, with the prepare handler's: either it
         // sees this count, or this call sees its flag (and backs off).
         s.fetch_add(1, Ordering::SeqCst);
-        if FORKING.load(Ordering::SeqCst) == 0 {
+        if nested || FORKING.load(Ordering::SeqCst) == 0 {
             return Call(s);
         }
         s.fetch_sub(1, Ordering::SeqCst);
@@ -92,6 +99,7 @@ pub(crate) fn enter() -> Call {
 impl Drop for Call {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Release);
+        let _ = MINE.try_with(|(_, depth)| depth.set(depth.get().saturating_sub(1)));
     }
 }
 
@@ -127,6 +135,7 @@ extern "C" fn child() {
     for s in &IN_FLIGHT {
         s.0.store(0, Ordering::Relaxed);
     }
+    let _ = MINE.try_with(|(_, depth)| depth.set(0));
     FORKING.store(0, Ordering::SeqCst);
 }
 
@@ -139,6 +148,19 @@ pub(crate) fn in_flight() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nested_window_does_not_wait_for_a_fork_that_waits_for_its_outer_one() {
+        let outer = enter();
+        FORKING.fetch_add(1, Ordering::SeqCst);
+        // A fork is being prepared: a new window on another thread would
+        // wait, a nested one on this thread must not.
+        let inner = enter();
+        drop(inner);
+        FORKING.fetch_sub(1, Ordering::SeqCst);
+        drop(outer);
+        assert_eq!(MINE.with(|(_, d)| d.get()), 0);
+    }
 
     #[test]
     fn a_fork_waits_for_calls_in_flight_and_the_child_can_call() {

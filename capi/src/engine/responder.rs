@@ -256,6 +256,9 @@ impl Responder {
     /// first call (the rtnetlink socket, and a request for the neighbour
     /// table); the same fd afterwards, closed with the responder.
     pub fn event_fd(&self) -> Result<RawFd, i32> {
+        // The events mutex is a window for `fork`; the retirements and
+        // re-reads under it are nested windows.
+        let _call = crate::fork::enter();
         let mut g = lock(&self.events);
         if let Some(e) = g.as_ref() {
             return Ok(e.as_raw_fd());
@@ -270,6 +273,9 @@ impl Responder {
     /// number read, 0 when none (or the event fd was never asked for), or
     /// the errno of a failed read (`ENOBUFS`: the kernel dropped events).
     pub fn process_events(&self) -> Result<usize, i32> {
+        // The events mutex is a window for `fork`; the retirements and
+        // re-reads under it are nested windows.
+        let _call = crate::fork::enter();
         let mut g = lock(&self.events);
         match g.as_mut() {
             Some(e) => e.process(self).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)),
@@ -279,6 +285,9 @@ impl Responder {
 
     /// What the network events did so far.
     pub fn event_counts(&self) -> super::events::EventCounts {
+        // The events mutex is a window for `fork`; the retirements and
+        // re-reads under it are nested windows.
+        let _call = crate::fork::enter();
         lock(&self.events).as_ref().map(|e| e.counts()).unwrap_or_default()
     }
 
