@@ -68,6 +68,16 @@
 // deduplicating cache of AHs on one protection domain. Opaque; thread safe.
 struct udah_responder;
 
+// A source-GID prefix of `udah_config.allow`: the GIDs whose first `len`
+// bits (0 to 128) are `raw`'s. An IPv4 subnet `a.b.c.d/n` is the
+// IPv4-mapped GID `::ffff:a.b.c.d` with `len` 96 + n.
+struct udah_gid_prefix {
+  // The GID, network byte order (as `union ibv_gid`'s `raw`).
+  uint8_t raw[16];
+  // The prefix length in bits.
+  uint32_t len;
+};
+
 // Options of `udah_responder_open_ex`. Set `size` to
 // `sizeof(struct udah_config)`: the library reads only the first `size`
 // bytes (a caller compiled against an older, shorter struct gets the
@@ -76,8 +86,12 @@ struct udah_config {
   // `sizeof(struct udah_config)` as the caller compiled it; at least 8
   // (this field and `ah_slots`).
   uint32_t size;
-  // AH-table slots: 0 for 1024, else a power of two. This release
-  // validates it (at most 1024) but always allocates 1024 slots.
+  // AH-table slots: 0 for 1024, else a power of two up to 2²¹
+  // (2097152), rounded up to the next capacity the library is built for
+  // (1024, 4096, 16384, 65536, 262144, 1048576, 2097152); the slots are
+  // allocated at open (64 bytes each). `udah_stats.ah_slots` tells the
+  // capacity in use. A table stays below about 98 % full before it
+  // evicts an AH nobody holds.
   uint32_t ah_slots;
   // GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
   // validates it (at most 1024) and snapshots up to 1024 slots (a larger
@@ -87,6 +101,15 @@ struct udah_config {
   uint32_t max_pending_per_peer;
   // Reserved: validated (any value) but not yet used.
   uint32_t max_pending_total;
+  // How many entries `allow` has (at most 8); 0 admits every source.
+  uint32_t n_allow;
+  // The admission allow-list: only completions whose source GID lies in
+  // one of these prefixes may create an AH (or take one from the cache)
+  // through `udah_create_ah_from_wc` and `udah_create_ah_batch`; the
+  // others fail with `EACCES` and create nothing, evict nothing.
+  // `udah_init_ah_from_wc` and `udah_create_ah` (the application's own
+  // attribute) are not filtered. Read at open only (may be freed after).
+  const struct udah_gid_prefix *allow;
 };
 
 // Counters of a responder (`udah_responder_stats`).
@@ -119,6 +142,19 @@ struct udah_stats {
   uint64_t refresh_failures;
   // Generation of the snapshot in use (1 for the first).
   uint64_t gid_generation;
+  // The AH table's capacity (`udah_config.ah_slots`, rounded up).
+  // `udah_stats_ex` only (as every field below): `udah_responder_stats`
+  // writes the fields above.
+  uint64_t ah_slots;
+  // Network events read by `udah_responder_process_events`.
+  uint64_t net_events;
+  // Of which a neighbour now resolving to another MAC.
+  uint64_t mac_changes;
+  // AHs retired because their destination's MAC changed (handles out
+  // stay valid until given back; `udah_ah_is_current` says 0).
+  uint64_t retired_by_events;
+  // AH requests from completions refused by `udah_config.allow`.
+  uint64_t refused;
 };
 
 #ifdef __cplusplus
@@ -159,6 +195,16 @@ struct udah_responder *udah_responder_open(struct ibv_context *context, uint8_t 
 // `gids` must point to `n_gids` entries (or be NULL when `n_gids` is 0);
 // `pd` must be NULL or a live PD that outlives the responder.
 struct udah_responder *udah_responder_from_gids(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd);
+
+// `udah_responder_from_gids` with options (`cfg` may be NULL for the
+// defaults; `gid_slots` is not used: the table is `gid_tbl_len` long).
+// Returns NULL with errno as `udah_responder_from_gids`, and `EINVAL` or
+// `E2BIG` for a bad `cfg` as `udah_responder_open_ex`.
+//
+// # Safety
+// As `udah_responder_from_gids`; `cfg` must be NULL or valid for reads of
+// `cfg->size` bytes.
+struct udah_responder *udah_responder_from_gids_ex(uint8_t port_num, uint8_t link_layer, uint32_t gid_tbl_len, const struct ibv_gid_entry *gids, size_t n_gids, struct ibv_pd *pd, const struct udah_config *cfg);
 
 // `udah_responder_open` with options (`cfg` may be NULL for the defaults).
 // Returns NULL with errno: `EINVAL` (`cfg->size` below 8, a bad
@@ -278,6 +324,38 @@ int udah_create_ah_batch(struct udah_responder *r, const struct ibv_wc *wcs, con
 // `r` must be a live responder and `event` valid for reads.
 int udah_handle_async_event(struct udah_responder *r, const struct ibv_async_event *event);
 
+// A file descriptor that becomes readable when network events that can
+// make the responder's AHs stale wait (a neighbour's MAC, a local MAC or
+// address changed): add it to `poll`/`epoll`, and call
+// `udah_responder_process_events` when it is readable. For programs
+// without an event loop of their own; the context's asynchronous events
+// stay the application's (pass them to `udah_handle_async_event`).
+//
+// The first call opens it (an rtnetlink socket, which then asks the kernel
+// for its neighbour table, so that a peer resolved before it opened is
+// known); later calls return the same descriptor, which the responder owns
+// and closes when destroyed (do not close it). Returns the descriptor, or
+// -1 with errno (`EINVAL` for a NULL responder, or the socket's errno).
+//
+// # Safety
+// `r` must be NULL or a live responder.
+int udah_responder_event_fd(struct udah_responder *r);
+
+// Reads every network event waiting on `udah_responder_event_fd` (never
+// blocks) and applies it: a neighbour whose MAC changed has its AHs
+// retired (only those; the same MAC, or a first sighting, retires
+// nothing; handles out stay valid until given back, and
+// `udah_ah_is_current` says 0 for them); a local MAC or address change
+// re-reads the GID table. Returns the number of events read (0 when none,
+// or before the first `udah_responder_event_fd`), or -1 with errno:
+// `EINVAL` for a NULL responder, `ENOBUFS` when the kernel dropped events
+// (the ones read were applied; a MAC change may have been lost, so an
+// application that cannot miss one re-creates the AHs it holds).
+//
+// # Safety
+// `r` must be NULL or a live responder.
+int udah_responder_process_events(struct udah_responder *r);
+
 // Re-reads the GID table now (what `udah_handle_async_event` does on a GID
 // change). Returns 0, or -1 with errno as `udah_handle_async_event`.
 //
@@ -285,8 +363,10 @@ int udah_handle_async_event(struct udah_responder *r, const struct ibv_async_eve
 // `r` must be a live responder.
 int udah_responder_refresh(struct udah_responder *r);
 
-// Copies the responder's counters into `stats`. Returns 0, or -1 with
-// `EINVAL` for a NULL argument.
+// Copies the responder's first 14 counters (the struct as version 0.1
+// defined it, up to `gid_generation`) into `stats`; later counters need
+// `udah_responder_stats_ex`. Returns 0, or -1 with `EINVAL` for a NULL
+// argument.
 //
 // # Safety
 // `r` must be a live responder and `stats` valid for writes.

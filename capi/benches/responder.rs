@@ -158,7 +158,7 @@ fn setup(name: &str, mode: &str, areas: &[Area]) -> Box<dyn Api> {
     let wc = IbvWc { wc_flags: IBV_WC_GRH, ..IbvWc::default() };
     let api: Box<dyn Api> = if name == "new" {
         // SAFETY: the fake verbs never dereference the PD.
-        Box::new(unsafe { Responder::from_gids(gids(), pd(), verbs()) })
+        Box::new(unsafe { Responder::from_gids(gids(), pd(), verbs()) }.expect("a responder"))
     } else {
         Box::new(Locked::new())
     };

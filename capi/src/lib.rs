@@ -62,12 +62,16 @@ symbol_versions!("UDAH_0.1":
     udah_responder_open_ex,
     udah_responder_stats_ex,
     udah_ah_is_current,
+    udah_responder_from_gids_ex,
+    udah_responder_event_fd,
+    udah_responder_process_events,
 );
 
 #[doc(hidden)]
 pub mod engine;
 #[doc(hidden)]
 pub mod ffi;
+mod fork;
 
 use engine::{AhFailure, AhPtr, Responder, Verbs};
 use ffi::{ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_gid_entry, ibv_grh, ibv_pd, ibv_wc};
@@ -135,7 +139,24 @@ pub struct udah_stats {
     pub refresh_failures: u64,
     /// Generation of the snapshot in use (1 for the first).
     pub gid_generation: u64,
+    /// The AH table's capacity (`udah_config.ah_slots`, rounded up).
+    /// `udah_stats_ex` only (as every field below): `udah_responder_stats`
+    /// writes the fields above.
+    pub ah_slots: u64,
+    /// Network events read by `udah_responder_process_events`.
+    pub net_events: u64,
+    /// Of which a neighbour now resolving to another MAC.
+    pub mac_changes: u64,
+    /// AHs retired because their destination's MAC changed (handles out
+    /// stay valid until given back; `udah_ah_is_current` says 0).
+    pub retired_by_events: u64,
+    /// AH requests from completions refused by `udah_config.allow`.
+    pub refused: u64,
 }
+
+/// The bytes of `struct udah_stats` as version 0.1 defined it, which
+/// `udah_responder_stats` writes whatever the struct has grown to.
+const STATS_V0_1: usize = 14 * 8;
 
 fn set_errno(e: i32) {
     // SAFETY: `__errno_location` has no preconditions.
@@ -299,7 +320,34 @@ pub unsafe extern "C" fn udah_responder_from_gids(
     n_gids: usize,
     pd: *mut ibv_pd,
 ) -> *mut udah_responder {
+    // SAFETY: forwarded contract; a NULL configuration is the defaults.
+    unsafe { udah_responder_from_gids_ex(port_num, link_layer, gid_tbl_len, gids, n_gids, pd, core::ptr::null()) }
+}
+
+/// `udah_responder_from_gids` with options (`cfg` may be NULL for the
+/// defaults; `gid_slots` is not used: the table is `gid_tbl_len` long).
+/// Returns NULL with errno as `udah_responder_from_gids`, and `EINVAL` or
+/// `E2BIG` for a bad `cfg` as `udah_responder_open_ex`.
+///
+/// # Safety
+/// As `udah_responder_from_gids`; `cfg` must be NULL or valid for reads of
+/// `cfg->size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_from_gids_ex(
+    port_num: u8,
+    link_layer: u8,
+    gid_tbl_len: u32,
+    gids: *const ibv_gid_entry,
+    n_gids: usize,
+    pd: *mut ibv_pd,
+    cfg: *const udah_config,
+) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let config = match unsafe { read_config(cfg) } {
+            Ok(c) => c,
+            Err((e, msg)) => return fail_null_msg(e, &msg),
+        };
         if port_num == 0 {
             return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
         }
@@ -336,9 +384,13 @@ pub unsafe extern "C" fn udah_responder_from_gids(
             };
             entries.push((g.gid_index, GidEntry::new(Gid(g.gid.raw), ty).with_ifindex(g.ndev_ifindex)));
         }
-        match engine::gids_from_list(port_num, ll, gid_tbl_len, entries) {
+        let options = config;
+        let made = engine::gids_from_list(port_num, ll, gid_tbl_len, entries).and_then(|t| {
             // SAFETY: forwarded contract on `pd`.
-            Ok(t) => into_c(unsafe { Responder::from_gids(t, pd, Verbs::libibverbs()) }),
+            unsafe { Responder::from_gids_with(t, pd, Verbs::libibverbs(), options) }
+        });
+        match made {
+            Ok(r) => into_c(r),
             Err(e) => fail_null(e.0),
         }
     })
@@ -349,13 +401,17 @@ pub unsafe extern "C" fn udah_responder_from_gids(
 /// bytes (a caller compiled against an older, shorter struct gets the
 /// defaults for the fields it lacks), and fields are only ever appended.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct udah_config {
     /// `sizeof(struct udah_config)` as the caller compiled it; at least 8
     /// (this field and `ah_slots`).
     pub size: u32,
-    /// AH-table slots: 0 for 1024, else a power of two. This release
-    /// validates it (at most 1024) but always allocates 1024 slots.
+    /// AH-table slots: 0 for 1024, else a power of two up to 2²¹
+    /// (2097152), rounded up to the next capacity the library is built for
+    /// (1024, 4096, 16384, 65536, 262144, 1048576, 2097152); the slots are
+    /// allocated at open (64 bytes each). `udah_stats.ah_slots` tells the
+    /// capacity in use. A table stays below about 98 % full before it
+    /// evicts an AH nobody holds.
     pub ah_slots: u32,
     /// GID-snapshot slots: 0 for the port's `gid_tbl_len`. This release
     /// validates it (at most 1024) and snapshots up to 1024 slots (a larger
@@ -365,7 +421,45 @@ pub struct udah_config {
     pub max_pending_per_peer: u32,
     /// Reserved: validated (any value) but not yet used.
     pub max_pending_total: u32,
+    /// How many entries `allow` has (at most 8); 0 admits every source.
+    pub n_allow: u32,
+    /// The admission allow-list: only completions whose source GID lies in
+    /// one of these prefixes may create an AH (or take one from the cache)
+    /// through `udah_create_ah_from_wc` and `udah_create_ah_batch`; the
+    /// others fail with `EACCES` and create nothing, evict nothing.
+    /// `udah_init_ah_from_wc` and `udah_create_ah` (the application's own
+    /// attribute) are not filtered. Read at open only (may be freed after).
+    pub allow: *const udah_gid_prefix,
 }
+
+/// A source-GID prefix of `udah_config.allow`: the GIDs whose first `len`
+/// bits (0 to 128) are `raw`'s. An IPv4 subnet `a.b.c.d/n` is the
+/// IPv4-mapped GID `::ffff:a.b.c.d` with `len` 96 + n.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct udah_gid_prefix {
+    /// The GID, network byte order (as `union ibv_gid`'s `raw`).
+    pub raw: [u8; 16],
+    /// The prefix length in bits.
+    pub len: u32,
+}
+
+impl Default for udah_config {
+    fn default() -> udah_config {
+        udah_config {
+            size: core::mem::size_of::<udah_config>() as u32,
+            ah_slots: 0,
+            gid_slots: 0,
+            max_pending_per_peer: 0,
+            max_pending_total: 0,
+            n_allow: 0,
+            allow: core::ptr::null(),
+        }
+    }
+}
+
+/// A validated configuration, as the engine takes it.
+type Config = engine::Options;
 
 /// The configuration in `cfg` (NULL: the defaults), reading `cfg->size`
 /// bytes at most, or the errno and sentence of its first bad field.
@@ -373,10 +467,10 @@ pub struct udah_config {
 /// # Safety
 /// `cfg` must be NULL or valid for reads of `cfg->size` bytes (at least the
 /// `size` field).
-unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, String)> {
-    let mut c = udah_config { size: core::mem::size_of::<udah_config>() as u32, ..udah_config::default() };
+unsafe fn read_config(cfg: *const udah_config) -> Result<Config, (i32, String)> {
+    let mut c = udah_config::default();
     if cfg.is_null() {
-        return Ok(c);
+        return Ok(Config::default());
     }
     // SAFETY: `cfg` is valid for reads of at least its `size` field.
     let size = unsafe { cfg.cast::<u32>().read_unaligned() } as usize;
@@ -387,16 +481,50 @@ unsafe fn read_config(cfg: *const udah_config) -> Result<udah_config, (i32, Stri
     // SAFETY: `cfg` is valid for reads of `size` >= `n` bytes, `c` for
     // writes of `n` <= its size; they do not overlap.
     unsafe { core::ptr::copy_nonoverlapping(cfg.cast::<u8>(), (&raw mut c).cast::<u8>(), n) };
-    if c.ah_slots != 0 && (!c.ah_slots.is_power_of_two() || c.ah_slots as usize > engine::AH_CAP) {
-        return Err((
-            libc::EINVAL,
-            format!("ah_slots {} is not 0 or a power of two up to {}", c.ah_slots, engine::AH_CAP),
-        ));
-    }
+    let ah_slots = match c.ah_slots as usize {
+        0 => engine::AH_CAP,
+        n if n.is_power_of_two() && n <= engine::MAX_AH_SLOTS => {
+            udah_core::heap::ah_slots_at_least(n).unwrap_or(engine::MAX_AH_SLOTS)
+        }
+        n => {
+            let msg = format!("ah_slots {n} is not 0 or a power of two up to {}", engine::MAX_AH_SLOTS);
+            return Err((libc::EINVAL, msg));
+        }
+    };
     if c.gid_slots as usize > engine::GID_CAP {
         return Err((libc::E2BIG, format!("gid_slots {} is above the responder's {}", c.gid_slots, engine::GID_CAP)));
     }
-    Ok(c)
+    // SAFETY: `allow` holds `n_allow` entries when not NULL (the contract).
+    let admission = unsafe { read_allow(c.allow, c.n_allow) }?;
+    Ok(Config { ah_slots, admission })
+}
+
+/// The admission policy of `udah_config.allow`: every source when `n` is 0.
+///
+/// # Safety
+/// `allow` must be NULL or point to `n` entries.
+unsafe fn read_allow(allow: *const udah_gid_prefix, n: u32) -> Result<udah_core::responder::Admission, (i32, String)> {
+    use udah_core::responder::{Admission, MAX_RULES};
+    if n == 0 {
+        return Ok(Admission::allow_all());
+    }
+    if n as usize > MAX_RULES {
+        return Err((libc::EINVAL, format!("n_allow {n} is above the {MAX_RULES} prefixes a responder checks")));
+    }
+    if allow.is_null() {
+        return Err((libc::EINVAL, format!("allow is NULL with n_allow {n}")));
+    }
+    // SAFETY: `allow` points to `n` entries (the contract), checked non-NULL.
+    let list = unsafe { core::slice::from_raw_parts(allow, n as usize) };
+    let mut a = Admission::allow_all();
+    for (i, p) in list.iter().enumerate() {
+        let len = u8::try_from(p.len).ok().filter(|&l| l <= 128);
+        let Some(len) = len else {
+            return Err((libc::EINVAL, format!("allow[{i}].len is {}, above 128 bits", p.len)));
+        };
+        a = a.allow_gid_prefix(Gid(p.raw), len).map_err(|e| (libc::EINVAL, format!("allow[{i}]: {e}")))?;
+    }
+    Ok(a)
 }
 
 /// `udah_responder_open` with options (`cfg` may be NULL for the defaults).
@@ -416,14 +544,22 @@ pub unsafe extern "C" fn udah_responder_open_ex(
 ) -> *mut udah_responder {
     guard(core::ptr::null_mut(), || {
         // SAFETY: forwarded contract.
-        if let Err((e, msg)) = unsafe { read_config(cfg) } {
-            return fail_null_msg(e, &msg);
-        }
+        let config = match unsafe { read_config(cfg) } {
+            Ok(c) => c,
+            Err((e, msg)) => return fail_null_msg(e, &msg),
+        };
         if context.is_null() {
             return fail_null_msg(libc::EINVAL, "context is NULL");
         }
+        if port_num == 0 {
+            return fail_null_msg(libc::EINVAL, "port 0 does not exist (ports are numbered from 1)");
+        }
+        let options = config;
         // SAFETY: forwarded contract.
-        unsafe { udah_responder_open(context, port_num, pd) }
+        match unsafe { Responder::open_with(context, port_num, pd, Verbs::libibverbs(), options) } {
+            Ok(r) => into_c(r),
+            Err(e) => fail_null(e.0),
+        }
     })
 }
 
@@ -639,30 +775,47 @@ pub unsafe extern "C" fn udah_create_ah_batch(
         // SAFETY: as for `wcs`, valid for writes, and aliasing neither.
         let out = unsafe { core::slice::from_raw_parts_mut(ahs, n) };
         let mut made = 0;
-        for i in 0..n {
-            let (Some(wc), Some(g), Some(slot)) = (wcs.get(i), grhs.get(i), out.get_mut(i)) else { break };
-            let res = if wc.status != 0 {
-                Err(AhFailure::Attr(libc::EINVAL))
-            } else {
+        // On the stack, a chunk at a time: the engine stages its look-ups
+        // when the table is past the caches.
+        const CHUNK: usize = 64;
+        let mut reqs = [(IbvWc::default(), None::<&udah_core::wire::Area>); CHUNK];
+        let mut res = [Err(AhFailure::Table(0)); CHUNK];
+        for start in (0..n).step_by(CHUNK) {
+            let m = CHUNK.min(n - start);
+            let (Some(w), Some(g)) = (wcs.get(start..start + m), grhs.get(start..start + m)) else { break };
+            for (req, (wc, g)) in reqs.iter_mut().zip(w.iter().zip(g)) {
                 // SAFETY: each `grhs[i]` is NULL or valid for reads.
-                match unsafe { opt(*g) } {
-                    Some(g) => resp.create_ah_from_wc(&wc_from_c(wc), &g.bytes),
-                    None => Err(AhFailure::Attr(libc::EFAULT)),
+                let area = unsafe { opt(*g) }.map(|g| &g.bytes);
+                // A completion in error is refused before its words: EINVAL.
+                *req = (wc_from_c(wc), if wc.status != 0 { None } else { area });
+            }
+            let (Some(reqs), Some(res)) = (reqs.get(..m), res.get_mut(..m)) else { break };
+            resp.create_ah_batch(reqs, res);
+            for (k, (r, (wc, g))) in res.iter().zip(w.iter().zip(g)).enumerate() {
+                let i = start + k;
+                let r = match r {
+                    // The engine's `EFAULT` for a missing area; a failed
+                    // completion is `EINVAL` whatever its area.
+                    Err(_) if wc.status != 0 => Err(AhFailure::Attr(libc::EINVAL)),
+                    Err(_) if g.is_null() => Err(AhFailure::Attr(libc::EFAULT)),
+                    r => *r,
+                };
+                let (ah, e) = match r {
+                    Ok(ah) => {
+                        made += 1;
+                        (ah.ptr(), 0)
+                    }
+                    Err(e) => (core::ptr::null_mut(), e.errno()),
+                };
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = ah;
                 }
-            };
-            let (ah, e) = match res {
-                Ok(ah) => {
-                    made += 1;
-                    (ah.ptr(), 0)
+                if !errnos.is_null() {
+                    // SAFETY: `errnos` holds `n` elements and `i < n`.
+                    let p = unsafe { errnos.add(i) };
+                    // SAFETY: in bounds of the caller's array, valid for writes.
+                    unsafe { p.write(e) };
                 }
-                Err(e) => (core::ptr::null_mut(), e.errno()),
-            };
-            *slot = ah;
-            if !errnos.is_null() {
-                // SAFETY: `errnos` holds `n` elements and `i < n`.
-                let p = unsafe { errnos.add(i) };
-                // SAFETY: in bounds of the caller's array, valid for writes.
-                unsafe { p.write(e) };
             }
         }
         made
@@ -711,6 +864,58 @@ pub unsafe extern "C" fn udah_handle_async_event(r: *mut udah_responder, event: 
     })
 }
 
+/// A file descriptor that becomes readable when network events that can
+/// make the responder's AHs stale wait (a neighbour's MAC, a local MAC or
+/// address changed): add it to `poll`/`epoll`, and call
+/// `udah_responder_process_events` when it is readable. For programs
+/// without an event loop of their own; the context's asynchronous events
+/// stay the application's (pass them to `udah_handle_async_event`).
+///
+/// The first call opens it (an rtnetlink socket, which then asks the kernel
+/// for its neighbour table, so that a peer resolved before it opened is
+/// known); later calls return the same descriptor, which the responder owns
+/// and closes when destroyed (do not close it). Returns the descriptor, or
+/// -1 with errno (`EINVAL` for a NULL responder, or the socket's errno).
+///
+/// # Safety
+/// `r` must be NULL or a live responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_event_fd(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        match resp.event_fd() {
+            Ok(fd) => fd,
+            Err(e) => fail_int_msg(e, &format!("cannot open the rtnetlink socket: {}", describe(e))),
+        }
+    })
+}
+
+/// Reads every network event waiting on `udah_responder_event_fd` (never
+/// blocks) and applies it: a neighbour whose MAC changed has its AHs
+/// retired (only those; the same MAC, or a first sighting, retires
+/// nothing; handles out stay valid until given back, and
+/// `udah_ah_is_current` says 0 for them); a local MAC or address change
+/// re-reads the GID table. Returns the number of events read (0 when none,
+/// or before the first `udah_responder_event_fd`), or -1 with errno:
+/// `EINVAL` for a NULL responder, `ENOBUFS` when the kernel dropped events
+/// (the ones read were applied; a MAC change may have been lost, so an
+/// application that cannot miss one re-creates the AHs it holds).
+///
+/// # Safety
+/// `r` must be NULL or a live responder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udah_responder_process_events(r: *mut udah_responder) -> c_int {
+    guard(-1, || {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int_msg(libc::EINVAL, "responder is NULL") };
+        match resp.process_events() {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => fail_int_msg(e, &format!("reading network events: {}", describe(e))),
+        }
+    })
+}
+
 /// Re-reads the GID table now (what `udah_handle_async_event` does on a GID
 /// change). Returns 0, or -1 with errno as `udah_handle_async_event`.
 ///
@@ -728,8 +933,10 @@ pub unsafe extern "C" fn udah_responder_refresh(r: *mut udah_responder) -> c_int
     })
 }
 
-/// Copies the responder's counters into `stats`. Returns 0, or -1 with
-/// `EINVAL` for a NULL argument.
+/// Copies the responder's first 14 counters (the struct as version 0.1
+/// defined it, up to `gid_generation`) into `stats`; later counters need
+/// `udah_responder_stats_ex`. Returns 0, or -1 with `EINVAL` for a NULL
+/// argument.
 ///
 /// # Safety
 /// `r` must be a live responder and `stats` valid for writes.
@@ -742,8 +949,10 @@ pub unsafe extern "C" fn udah_responder_stats(r: *const udah_responder, stats: *
             return fail_int(libc::EINVAL);
         }
         let c = resp.stats();
-        // SAFETY: `stats` is valid for writes (the contract).
-        unsafe { stats.write(c) };
+        // SAFETY: `stats` is valid for writes of the version-0.1 struct (the
+        // contract: a caller compiled against any header has at least its
+        // 14 counters), `c` for reads of more; they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping((&raw const c).cast::<u8>(), stats.cast::<u8>(), STATS_V0_1) };
         0
     })
 }

@@ -100,3 +100,99 @@ fn stats_ex_fills_a_shorter_struct_only() {
     // SAFETY: no AH is out.
     assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
 }
+
+/// A responder over an empty 4-slot table on port 1 (no PD) with `cfg`.
+fn from_gids_ex(cfg: &udah::udah_config) -> *mut udah::udah_responder {
+    // SAFETY: no GIDs are read (n_gids 0); `cfg` is a whole struct.
+    unsafe { udah::udah_responder_from_gids_ex(1, 2, 4, core::ptr::null(), 0, core::ptr::null_mut(), cfg) }
+}
+
+fn stats(r: *mut udah::udah_responder) -> udah::udah_stats {
+    let mut s = udah::udah_stats::default();
+    // SAFETY: `r` is live; `s` is a whole struct.
+    let rc = unsafe { udah::udah_responder_stats_ex(r, &mut s, core::mem::size_of::<udah::udah_stats>()) };
+    assert_eq!(rc, 0);
+    s
+}
+
+#[test]
+fn the_ah_table_capacity_follows_the_configuration_up_to_2_pow_21() {
+    let size = core::mem::size_of::<udah::udah_config>() as u32;
+    for (asked, got) in [(0u32, 1024u64), (1, 1024), (1024, 1024), (2048, 4096), (1 << 16, 1 << 16), (1 << 21, 1 << 21)]
+    {
+        let r = from_gids_ex(&udah::udah_config { size, ah_slots: asked, ..Default::default() });
+        assert!(!r.is_null(), "ah_slots {asked}: {}", last_error());
+        assert_eq!(stats(r).ah_slots, got, "ah_slots {asked}");
+        // SAFETY: no AH is out.
+        assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+    }
+    for bad in [3u32, 5000, 1 << 22, u32::MAX] {
+        let r = from_gids_ex(&udah::udah_config { size, ah_slots: bad, ..Default::default() });
+        assert!(r.is_null(), "ah_slots {bad} was accepted");
+        let msg = last_error();
+        assert_eq!(errno(), libc::EINVAL);
+        assert!(msg.contains(&format!("ah_slots {bad} is not 0 or a power of two up to 2097152")), "{msg}");
+    }
+}
+
+#[test]
+fn plain_stats_write_only_the_first_version_of_the_struct() {
+    let r = from_gids_ex(&udah::udah_config { size: 8, ah_slots: 4096, ..Default::default() });
+    assert!(!r.is_null());
+    // A caller compiled against version 0.1: 14 counters, then a guard.
+    let mut old = [u64::MAX; 15];
+    // SAFETY: `old` holds the 112 bytes of the 0.1 struct and a guard word.
+    assert_eq!(unsafe { udah::udah_responder_stats(r, old.as_mut_ptr().cast()) }, 0);
+    assert_eq!(old[14], u64::MAX, "wrote past the version-0.1 struct");
+    assert_eq!(old[13], 1, "gid_generation");
+    assert_eq!(stats(r).ah_slots, 4096);
+    // SAFETY: no AH is out.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}
+
+#[test]
+fn the_event_fd_is_one_socket_and_processing_never_blocks() {
+    let r = from_gids_ex(&udah::udah_config { size: 8, ..Default::default() });
+    assert!(!r.is_null());
+    // SAFETY: `r` is live.
+    let processed_before = unsafe { udah::udah_responder_process_events(r) };
+    assert_eq!(processed_before, 0, "no events before the fd is asked for");
+    // SAFETY: `r` is live.
+    let fd = unsafe { udah::udah_responder_event_fd(r) };
+    assert!(fd >= 0, "event fd: {} {}", errno(), last_error());
+    // SAFETY: `r` is live.
+    assert_eq!(unsafe { udah::udah_responder_event_fd(r) }, fd, "the same fd every time");
+    // The neighbour-table dump's entries, or nothing: never a wait.
+    // SAFETY: `r` is live.
+    let n = unsafe { udah::udah_responder_process_events(r) };
+    assert!(n >= 0, "process_events: {} {}", errno(), last_error());
+    assert_eq!(stats(r).net_events, n as u64);
+    // SAFETY: NULL is refused.
+    assert_eq!(unsafe { udah::udah_responder_event_fd(core::ptr::null_mut()) }, -1);
+    assert_eq!(errno(), libc::EINVAL);
+    // SAFETY: no AH is out; the responder closes its fd.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}
+
+#[test]
+fn an_allow_list_is_checked_at_open() {
+    let size = core::mem::size_of::<udah::udah_config>() as u32;
+    let p = |len| udah::udah_gid_prefix { raw: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], len };
+    let nine = [p(64); 9];
+    let cases: [(u32, *const udah::udah_gid_prefix, &str); 3] = [
+        (9, nine.as_ptr(), "n_allow 9 is above the 8 prefixes"),
+        (2, core::ptr::null(), "allow is NULL with n_allow 2"),
+        (1, [p(129)].as_ptr(), "allow[0].len is 129, above 128 bits"),
+    ];
+    for (n, allow, want) in cases {
+        let r = from_gids_ex(&udah::udah_config { size, n_allow: n, allow, ..Default::default() });
+        assert!(r.is_null(), "{want}: accepted");
+        assert_eq!(errno(), libc::EINVAL);
+        assert!(last_error().contains(want), "{}", last_error());
+    }
+    let ok = [p(64), p(128)];
+    let r = from_gids_ex(&udah::udah_config { size, n_allow: 2, allow: ok.as_ptr(), ..Default::default() });
+    assert!(!r.is_null(), "{}", last_error());
+    // SAFETY: no AH is out.
+    assert_eq!(unsafe { udah::udah_responder_destroy(r) }, 0);
+}

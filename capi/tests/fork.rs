@@ -5,7 +5,7 @@
 //! `tests/c/fake_verbs.c` (libudah-fakeverbs.so, preloaded): a heap AH per
 //! create, a GID table of four slots, libibverbs' symbol versions. The same
 //! program runs on rxe in the Soft-RoCE guest suite (check
-//! 50-udaddy-preload.sh, verdicts fork-udah and fork-preload).
+//! 52-fork.sh, verdicts fork-udah and fork-preload).
 //!
 //! Run under sanitizers by capi/check-sanitizers.sh (`UDAH_TEST_CFLAGS`).
 

@@ -127,7 +127,7 @@
     )
 )]
 
-#[cfg(test)]
+#[cfg(any(test, feature = "std"))]
 extern crate std;
 
 pub mod ah;
@@ -141,6 +141,8 @@ pub mod error;
 pub mod fuzzing;
 pub mod gid_table;
 pub mod hal;
+#[cfg(feature = "std")]
+pub mod heap;
 pub mod responder;
 mod sync;
 pub mod table;

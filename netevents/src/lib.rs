@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+use netlink_packet_core::{NLM_F_DUMP, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
@@ -99,6 +99,21 @@ impl NetWatch {
         sock.bind(&SocketAddr::new(0, RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR))?;
         sock.set_non_blocking(true)?;
         Ok(NetWatch { sock, buf: vec![0; 64 * 1024] })
+    }
+
+    /// Asks the kernel for its whole neighbour table (every family): the
+    /// entries arrive on this socket as [`NetEvent::Neighbour`]s, which
+    /// [`read`](Self::read) returns with the rest, so that a [`Neighbours`]
+    /// map learns the MACs of entries that existed before the watch opened
+    /// (and a later change of one of them reads as
+    /// [`NeighChange::Changed`], not as a first sighting).
+    pub fn request_neighbours(&mut self) -> io::Result<()> {
+        let mut msg = NetlinkMessage::from(RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()));
+        msg.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        msg.finalize();
+        let mut buf = vec![0; msg.buffer_len()];
+        msg.serialize(&mut buf);
+        self.sock.send(&buf, 0).map(drop)
     }
 
     /// Reads every message waiting (never blocks), appending the events to

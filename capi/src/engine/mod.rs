@@ -18,11 +18,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use udah_core::ah::{AhAttr, IbvAhAttr, IbvWc, KernelWc, Profile, ProfileError, kernel, libibverbs};
-use udah_core::attr::PortNum;
+use udah_core::attr::{CanonicalWords, PortNum};
 use udah_core::error::errno;
 use udah_core::hal::{AhToken, Error, ErrorKind, ErrorType, Hal, L2Info, PortInfo};
-use udah_core::responder::{Config, Refreshed, ResolveError, Responder as CoreResponder};
-use udah_core::table::{AhCache, AhHandle, AhTable, Shared, TableError, Wait};
+use udah_core::responder::{Admission, Config, Refreshed, ResolveError, Responder as CoreResponder, STAGE};
+use udah_core::table::{AhHandle, AhTable, Lookup, Shared, TableError};
 use udah_core::wire::{Area, Evidence, Gid};
 use udah_core::{GidEntry, GidTable, GidType, LinkLayer};
 
@@ -30,18 +30,26 @@ use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_context, ibv_pd};
 
 /// Capacity of a GID snapshot (rxe's table has 1024 slots; mlx5 RoCE 255).
 pub const GID_CAP: usize = 1024;
-/// Capacity of a responder's AH table (a power of two).
+/// A responder's AH-table capacity unless its configuration asks for
+/// another.
 pub const AH_CAP: usize = 1024;
+/// The largest AH table a responder takes: the last of
+/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS) (2²¹ slots, 128 MiB).
+pub const MAX_AH_SLOTS: usize = udah_core::heap::AH_SLOTS[udah_core::heap::AH_SLOTS.len() - 1];
 
 /// One port's GID-table snapshot.
 pub type Gids = GidTable<GID_CAP>;
 
 /// A failure as an errno value (what the C API reports).
 mod backend;
+mod events;
+mod responder;
 #[cfg(test)]
 mod tests;
 
 pub use backend::*;
+pub use events::EventCounts;
+pub use responder::{Options, Responder};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic inside a critical section (caught at the C boundary) happens
@@ -59,6 +67,7 @@ struct Counters {
     create_calls: AtomicU64,
     create_failures: AtomicU64,
     destroy_calls: AtomicU64,
+    refused: AtomicU64,
     events: AtomicU64,
     refresh_failures: AtomicU64,
 }
@@ -78,6 +87,8 @@ pub enum AhFailure {
     Attr(i32),
     /// The AH table or the backend failed: its errno.
     Table(i32),
+    /// The admission policy refused the completion's source (`EACCES`).
+    Refused,
 }
 
 impl AhFailure {
@@ -85,6 +96,7 @@ impl AhFailure {
     pub fn errno(self) -> i32 {
         match self {
             AhFailure::Attr(e) | AhFailure::Table(e) => e,
+            AhFailure::Refused => libc::EACCES,
         }
     }
 }
@@ -106,24 +118,23 @@ fn resolve_failure(e: ResolveError<Errno>) -> AhFailure {
         ResolveError::Profile(ProfileError::Libibverbs(f)) => AhFailure::Attr(f.error.errno()),
         ResolveError::Profile(ProfileError::Kernel(f)) => AhFailure::Attr(f.error.errno()),
         ResolveError::Profile(_) => AhFailure::Attr(libc::EINVAL),
-        // The C API's admission policy is open: never reached.
-        ResolveError::Refused(_) => AhFailure::Attr(libc::EACCES),
+        ResolveError::Refused(_) => AhFailure::Refused,
         ResolveError::Table(t) => table_failure(t),
         _ => AhFailure::Table(libc::EIO),
     }
 }
 
-/// The AH table of a C responder.
-type Table = AhTable<PdBackend, AH_CAP>;
+/// The AH table of a C responder of `N` slots.
+type Table<const N: usize> = AhTable<PdBackend, N>;
 
 /// The AH cache of a C responder: the core's shared table over the
 /// application's PD (see [`Responder`] for why not a [`Session`](udah_core::table::Session)),
 /// both also held by the [`Responder`] for its lock-free hits.
-type Cache = Shared<Arc<PdBackend>, Arc<Table>>;
+type Cache<const N: usize> = Shared<Arc<PdBackend>, Arc<Table<N>>>;
 
 /// The core pipeline of a C responder: snapshot, libibverbs profile, open
 /// admission, the shared cache.
-type Core = CoreResponder<Cache, GID_CAP>;
+type Core<const N: usize> = CoreResponder<Cache<N>, GID_CAP>;
 
 /// The C references handed out on one table slot, with the one table
 /// reference (the anchor) that keeps the slot's entry while any is out.
@@ -180,12 +191,13 @@ impl Out {
     }
 }
 
-/// Slots of the AH-to-slot hint map (4 per table slot).
-const HINTS: usize = AH_CAP * 4;
+/// Slots of the AH-to-slot hint map per table slot.
+const HINTS_PER_SLOT: usize = 4;
 
-fn hint_of(ah: AhPtr) -> usize {
+/// The hint-map slot of `ah` in a map of `hints` slots (a power of two).
+fn hint_of(ah: AhPtr, hints: usize) -> usize {
     // Fibonacci hashing of the address (allocations are 16-byte aligned).
-    ((ah.0 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HINTS.trailing_zeros())) as usize
+    ((ah.0 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - hints.trailing_zeros())) as usize
 }
 
 /// A thread's copy of a responder's GID snapshot: `epoch` is the responder's
@@ -212,6 +224,10 @@ fn random_seed() -> u64 {
     use core::hash::BuildHasher;
     std::hash::RandomState::new().hash_one(0x7564_6168_u64)
 }
+
+/// Attempts of a request on a fresh snapshot copy while re-snapshots race
+/// it, before it takes the core responder's mutex.
+const STALE_RETRIES: usize = 3;
 
 /// Responder ids, for the threads' snapshot copies (never reused).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -247,7 +263,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// address → slot, written on hand-out; a stale or overwritten hint falls
 /// back to a scan of the slots' AHs, as does an AH this responder never
 /// handed out, which gives `EINVAL`).
-pub struct Responder {
+pub struct Engine<const N: usize> {
     port: u8,
     /// Made over a context: events and refreshes re-read the GID table.
     refreshable: bool,
@@ -255,38 +271,54 @@ pub struct Responder {
     id: u64,
     /// Moves (under the mutex) with every re-snapshot.
     epoch: AtomicU64,
-    table: Arc<Table>,
+    table: Arc<Table<N>>,
     backend: Arc<PdBackend>,
     /// Per table slot: the C references out.
     out: Box<[Out]>,
     /// AH address → slot + 1 (0: none), a hint checked against `out`.
     hints: Box<[AtomicU32]>,
-    inner: Mutex<Box<Core>>,
+    inner: Mutex<Box<Core<N>>>,
+    /// The core responder's admission policy (a copy, read without its
+    /// mutex).
+    admission: Admission,
     counters: Counters,
 }
 
-impl core::fmt::Debug for Responder {
+impl<const N: usize> core::fmt::Debug for Engine<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Responder").field("port", &self.port).field("stats", &self.stats()).finish_non_exhaustive()
+        f.debug_struct("Responder").field("port", &self.port).field("ah_slots", &N).finish_non_exhaustive()
     }
 }
 
-impl Responder {
+/// A new table of `N` slots with a random seed (`ENOMEM` when it cannot be
+/// built).
+fn new_table<const N: usize>() -> Result<Arc<Table<N>>, Errno> {
+    udah_core::heap::boxed_table::<PdBackend, N>(random_seed()).map(Arc::from).map_err(|_| Errno(libc::ENOMEM))
+}
+
+impl<const N: usize> Engine<N> {
     /// A responder over the application's context and PD (both borrowed).
     /// `pd` may be null: the responder then only computes attributes.
     ///
     /// # Safety
     /// `ctx` must be a live context and `pd` null or a live PD of it; both
     /// must outlive the responder.
-    pub unsafe fn open(ctx: *mut ibv_context, port: u8, pd: *mut ibv_pd, verbs: Verbs) -> Result<Responder, Errno> {
+    pub unsafe fn open(
+        ctx: *mut ibv_context,
+        port: u8,
+        pd: *mut ibv_pd,
+        verbs: Verbs,
+        admission: Admission,
+    ) -> Result<Engine<N>, Errno> {
         if ctx.is_null() {
             return Err(Errno(libc::EINVAL));
         }
         let Some(port_num) = PortNum::new(port) else { return Err(Errno(libc::EINVAL)) };
-        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), Arc::new(Table::with_seed(random_seed())));
+        let (backend, table) = (Arc::new(PdBackend::new(ctx, pd, verbs)), new_table::<N>()?);
         // The first snapshot: `PdBackend::snapshot_gids`.
-        let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, Config::default())?);
-        Ok(Responder::with_core(core, backend, table, true))
+        let config = Config { admission, ..Config::default() };
+        let core = Box::new(Core::new(Shared::new(backend.clone(), table.clone()), port_num, config)?);
+        Ok(Engine::with_core(core, backend, table, true))
     }
 
     /// A responder over a fixed snapshot (no context: events and refreshes
@@ -294,49 +326,63 @@ impl Responder {
     ///
     /// # Safety
     /// `pd` must be null or a live PD that outlives the responder.
-    pub unsafe fn from_gids(gids: Box<Gids>, pd: *mut ibv_pd, verbs: Verbs) -> Responder {
+    pub unsafe fn from_gids(
+        gids: Box<Gids>,
+        pd: *mut ibv_pd,
+        verbs: Verbs,
+        admission: Admission,
+    ) -> Result<Engine<N>, Errno> {
         let backend = Arc::new(PdBackend::new(core::ptr::null_mut(), pd, verbs));
-        let table = Arc::new(Table::with_seed(random_seed()));
-        let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, Config::default()));
-        Responder::with_core(core, backend, table, false)
+        let table = new_table::<N>()?;
+        let config = Config { admission, ..Config::default() };
+        let core = Box::new(Core::from_snapshot(Shared::new(backend.clone(), table.clone()), *gids, config));
+        Ok(Engine::with_core(core, backend, table, false))
     }
 
-    fn with_core(core: Box<Core>, backend: Arc<PdBackend>, table: Arc<Table>, refreshable: bool) -> Responder {
-        Responder {
+    fn with_core(core: Box<Core<N>>, backend: Arc<PdBackend>, table: Arc<Table<N>>, refreshable: bool) -> Engine<N> {
+        Engine {
+            admission: core.config().admission,
             port: core.port(),
             refreshable,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             epoch: AtomicU64::new(1),
             table,
             backend,
-            out: (0..AH_CAP).map(|_| Out::new()).collect(),
-            hints: (0..HINTS).map(|_| AtomicU32::new(0)).collect(),
+            out: (0..N).map(|_| Out::new()).collect(),
+            hints: (0..N * HINTS_PER_SLOT).map(|_| AtomicU32::new(0)).collect(),
             inner: Mutex::new(core),
             counters: Counters::default(),
         }
     }
 
     /// `f` over the calling thread's copy of the snapshot (re-copied under
-    /// the mutex when a refresh moved the epoch), with the copy's epoch.
-    fn with_gids<R>(&self, mut f: impl FnMut(&Gids) -> R) -> (R, u64) {
+    /// the mutex when a refresh moved the epoch) and the copy's epoch. The
+    /// mutex is not held while `f` runs.
+    fn with_gids<R>(&self, mut f: impl FnMut(&Gids, u64) -> R) -> R {
         let now = self.epoch.load(Ordering::Acquire);
         let local =
             LOCAL.try_with(|cell| cell.try_borrow_mut().ok().and_then(|mut v| self.on_local(&mut v, now, &mut f)));
         if let Ok(Some(r)) = local {
             return r;
         }
-        // The thread is exiting (its locals are gone): under the mutex.
-        let g = lock(&self.inner);
-        (f(g.gids()), self.epoch.load(Ordering::Acquire))
+        // The thread is exiting (its locals are gone), or this is a nested
+        // call (a create that came back into libudah): a copy of its own.
+        let (copy, epoch) = {
+            let _call = crate::fork::enter();
+            let g = lock(&self.inner);
+            (Box::new(g.gids().clone()), self.epoch.load(Ordering::Acquire))
+        };
+        f(&copy, epoch)
     }
 
-    fn on_local<R>(&self, v: &mut Vec<LocalGids>, now: u64, f: &mut impl FnMut(&Gids) -> R) -> Option<(R, u64)> {
+    fn on_local<R>(&self, v: &mut Vec<LocalGids>, now: u64, f: &mut impl FnMut(&Gids, u64) -> R) -> Option<R> {
         let i = match v.iter().position(|l| l.id == self.id) {
             Some(i) => i,
             None => {
                 if v.len() >= LOCAL_GIDS {
                     v.remove(0);
                 }
+                let _call = crate::fork::enter();
                 let g = lock(&self.inner);
                 let epoch = self.epoch.load(Ordering::Acquire);
                 v.push(LocalGids { id: self.id, epoch, gids: Box::new(g.gids().clone()) });
@@ -345,11 +391,12 @@ impl Responder {
         };
         let l = v.get_mut(i)?;
         if l.epoch != now {
+            let _call = crate::fork::enter();
             let g = lock(&self.inner);
             *l.gids = g.gids().clone();
             l.epoch = self.epoch.load(Ordering::Acquire);
         }
-        Some((f(&l.gids), l.epoch))
+        Some(f(&l.gids, l.epoch))
     }
 
     /// The port.
@@ -371,44 +418,156 @@ impl Responder {
         evidence: Evidence,
     ) -> (IbvAhAttr, i32) {
         bump(&self.counters.init_calls);
-        let (r, _) = self.with_gids(|g| compute(g, self.port, wc, area, profile, evidence));
+        let r = self.with_gids(|g, _| compute(g, self.port, wc, area, profile, evidence));
         if r.1 != 0 {
             bump(&self.counters.init_failures);
         }
         r
     }
 
-    /// A deduplicated, referenced AH for a completion: the core responder's
-    /// [`resolve`](CoreResponder::resolve) (the libibverbs profile, as
-    /// `ibv_create_ah_from_wc`). A hit takes no lock (see [`Responder`]).
+    /// A deduplicated, referenced AH for a completion, as the core
+    /// responder's [`resolve`](CoreResponder::resolve) with the C
+    /// responder's configuration (`Config::default()`: the libibverbs
+    /// profile without evidence, as `ibv_create_ah_from_wc`; an open
+    /// admission policy), and without its mutex: the words from the calling
+    /// thread's snapshot copy, then the shared table, whose miss creates the
+    /// AH with no lock held (see [`Engine`]).
     pub fn create_ah_from_wc(&self, wc: &IbvWc, area: &Area) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
-        // The C responder's configuration is `Config::default()`: the
-        // libibverbs profile without evidence, an open admission policy.
-        let (words, epoch) = self.with_gids(|g| libibverbs::words(g, wc, area, Evidence::None).ok());
-        if let Some(words) = words
-            && let Some(h) = self.table.get(&words)
-        {
-            if self.epoch.load(Ordering::Acquire) == epoch {
-                return self.keep(Ok(h));
+        for _ in 0..STALE_RETRIES {
+            if let Some(r) = self.with_gids(|g, epoch| self.resolve_on(g, epoch, wc, area)) {
+                return self.keep(r);
             }
-            // A refresh ran: the words may be stale. Give it back (the
-            // error of a last release is the backend's; the AH is gone).
-            let _ = self.table.release(&self.backend, h);
         }
+        // Re-snapshots kept racing this request: the core responder under
+        // its mutex (a create there holds it; this takes a refresh storm).
+        let _call = crate::fork::enter();
         let r = lock(&self.inner).resolve(wc, area).map_err(resolve_failure);
         self.keep(r)
     }
 
+    /// `create_ah_from_wc` against the snapshot copy `gids` of epoch
+    /// `epoch`: `None` when a re-snapshot or a retirement moved the epoch
+    /// meanwhile (the request is to be made again on a fresh copy).
+    fn resolve_on(
+        &self,
+        gids: &Gids,
+        epoch: u64,
+        wc: &IbvWc,
+        area: &Area,
+    ) -> Option<Result<AhHandle<AhPtr>, AhFailure>> {
+        let words = match libibverbs::words(gids, wc, area, Evidence::None) {
+            Ok(w) => w,
+            Err(f) => return Some(Err(AhFailure::Attr(f.error.errno()))),
+        };
+        if !self.admission.is_open() && self.admission.check(&words, wc).is_err() {
+            bump(&self.counters.refused);
+            return Some(Err(AhFailure::Refused));
+        }
+        let h = match self.get_or_create(&words) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            return Some(Ok(h));
+        }
+        let _call = crate::fork::enter();
+        // A refresh ran since the copy was taken. If the entry was created
+        // from the copy after the refresh's sweep, it is built on a GID
+        // entry that may have changed: retire whatever the copy and the
+        // current snapshot disagree on (a no-op when only a retirement
+        // moved the epoch), give the reference back, and ask again.
+        let _ = self.table.release(&self.backend, h);
+        let g = lock(&self.inner);
+        self.table.retire_gid_change(&self.backend, gids, g.gids());
+        None
+    }
+
+    /// [`create_ah_from_wc`](Self::create_ah_from_wc) for each completion
+    /// of a polled batch (`None` area: `EFAULT`), results in `out` (as many
+    /// as both slices hold). On a table too large to stay in a core's
+    /// caches ([`AhTable::PREFETCH`]), in groups of [`STAGE`]: each
+    /// completion's words on the thread's snapshot copy and its slots
+    /// prefetched, then the group's look-ups, so that their cache and TLB
+    /// misses overlap instead of coming one after the other (the core
+    /// responder's staged batch, `resolve_batch`, over this engine's table).
+    /// A smaller table takes the completions one by one.
+    pub fn create_ah_batch(&self, batch: &[(IbvWc, Option<&Area>)], out: &mut [Result<AhPtr, AhFailure>]) {
+        let one = |(wc, area): &(IbvWc, Option<&Area>)| match area {
+            Some(a) => self.create_ah_from_wc(wc, a),
+            None => {
+                bump(&self.counters.create_calls);
+                self.keep(Err(AhFailure::Attr(libc::EFAULT)))
+            }
+        };
+        if !Table::<N>::PREFETCH {
+            for (o, req) in out.iter_mut().zip(batch) {
+                *o = one(req);
+            }
+            return;
+        }
+        for (group, outs) in batch.chunks(STAGE).zip(out.chunks_mut(STAGE)) {
+            let mut got: [Option<Result<AhHandle<AhPtr>, AhFailure>>; STAGE] = [const { None }; STAGE];
+            let current = self.with_gids(|gids, epoch| {
+                let mut staged = [None; STAGE];
+                for (st, (wc, area)) in staged.iter_mut().zip(group) {
+                    *st = area
+                        .and_then(|a| libibverbs::words(gids, wc, a, Evidence::None).ok())
+                        .filter(|w| self.admission.is_open() || self.admission.check(w, wc).is_ok())
+                        .and_then(CanonicalWords::new)
+                        .map(|w| self.table.prefetch(w));
+                }
+                for (g, st) in got.iter_mut().zip(&staged) {
+                    *g = st.as_ref().map(|h| self.get_or_create(h));
+                }
+                let current = self.epoch.load(Ordering::Acquire) == epoch;
+                if !current {
+                    // As in `resolve_on`: what the stale copy built goes.
+                    let _call = crate::fork::enter();
+                    let core = lock(&self.inner);
+                    self.table.retire_gid_change(&self.backend, gids, core.gids());
+                }
+                current
+            });
+            for ((o, g), req) in outs.iter_mut().zip(got).zip(group) {
+                *o = match g {
+                    Some(r) if current => {
+                        bump(&self.counters.create_calls);
+                        self.keep(r)
+                    }
+                    Some(r) => {
+                        // A re-snapshot raced the group: asked again.
+                        if let Ok(h) = r {
+                            let _ = self.table.release(&self.backend, h);
+                        }
+                        one(req)
+                    }
+                    // A failure, a refusal, or a form the canonical words
+                    // do not take: the single path says which.
+                    None => one(req),
+                };
+            }
+        }
+    }
+
+    /// A reference to the table's AH for `key`: a lock-free hit, or a miss
+    /// that creates with no lock held, as a call in flight for `fork` (a
+    /// hit opens no window a fork could split: see [`crate::fork`]).
+    fn get_or_create(&self, key: &impl Lookup) -> Result<AhHandle<AhPtr>, AhFailure> {
+        if let Some(h) = self.table.get(key) {
+            return Ok(h);
+        }
+        let _call = crate::fork::enter();
+        self.table.get_or_create(&self.backend, key).map_err(table_failure)
+    }
+
     /// A deduplicated, referenced AH for an attribute, from the same cache
-    /// (an attribute equal to a completion's shares its AH).
+    /// (an attribute equal to a completion's shares its AH); a miss creates
+    /// with no lock held.
     pub fn create_ah(&self, attr: &IbvAhAttr) -> Result<AhPtr, AhFailure> {
         bump(&self.counters.create_calls);
         let r = match AhAttr::try_from(attr) {
-            Ok(a) => match self.table.get(&a) {
-                Some(h) => Ok(h),
-                None => lock(&self.inner).cache_mut().lookup(a, Wait::Block).map_err(table_failure),
-            },
+            Ok(a) => self.get_or_create(&a),
             Err(_) => Err(AhFailure::Attr(libc::EINVAL)),
         };
         self.keep(r)
@@ -437,7 +596,9 @@ impl Responder {
                 w = out.settled();
             }
             if w & COUNT == 0 {
-                // 0 → 1: this handle becomes the anchor.
+                // 0 → 1: this handle becomes the anchor, in a `BUSY` window
+                // that a fork must not split.
+                let _call = crate::fork::enter();
                 let next = (w & SEQ).wrapping_add(SEQ_ONE) | BUSY | 1;
                 match out.word.compare_exchange_weak(w, next, Ordering::Acquire, Ordering::Acquire) {
                     Ok(_) => {
@@ -446,7 +607,7 @@ impl Responder {
                         // the anchor until the store below clears it.
                         unsafe { *out.anchor.get() = Some(h) };
                         out.word.store(next & !BUSY, Ordering::Release);
-                        if let Some(hint) = self.hints.get(hint_of(ah)) {
+                        if let Some(hint) = self.hints.get(hint_of(ah, self.hints.len())) {
                             hint.store(slot as u32 + 1, Ordering::Relaxed);
                         }
                         return Ok(ah);
@@ -480,7 +641,7 @@ impl Responder {
     /// did not hand out (or handed out fewer times).
     pub fn destroy_ah(&self, ah: AhPtr) -> Result<(), i32> {
         bump(&self.counters.destroy_calls);
-        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        let hinted = self.hints.get(hint_of(ah, self.hints.len())).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
         if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
             && let Some(r) = self.give_back(out, ah)
         {
@@ -502,7 +663,7 @@ impl Responder {
     /// change or eviction replaced it; the handle stays valid until given
     /// back), `EINVAL` for an AH this responder has not out.
     pub fn is_current(&self, ah: AhPtr) -> Result<bool, i32> {
-        let hinted = self.hints.get(hint_of(ah)).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
+        let hinted = self.hints.get(hint_of(ah, self.hints.len())).map(|h| h.load(Ordering::Relaxed)).unwrap_or(0);
         if let Some(out) = (hinted as usize).checked_sub(1).and_then(|s| self.out.get(s))
             && let Some(r) = self.anchor_current(out, ah)
         {
@@ -530,6 +691,8 @@ impl Responder {
             if w & COUNT == 0 || out.token.load(Ordering::Relaxed) != ah.0 {
                 return None;
             }
+            // A `BUSY` window: a call in flight for `fork`.
+            let _call = crate::fork::enter();
             match out.word.compare_exchange_weak(w, w | BUSY, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => {
                     // SAFETY: this thread set `BUSY`: it alone touches the
@@ -557,6 +720,9 @@ impl Responder {
             }
             let last = w & COUNT == 1;
             let next = if last { (w & SEQ) | BUSY } else { w.wrapping_sub(1) };
+            // The last give-back opens a `BUSY` window and may destroy the
+            // AH: a call in flight for `fork`.
+            let _call = last.then(crate::fork::enter);
             match out.word.compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) if last => {
                     // SAFETY: this thread set `BUSY`: it alone touches the
@@ -648,6 +814,9 @@ impl Responder {
             refreshes: s.resnapshots,
             refresh_failures: ld(&c.refresh_failures),
             gid_generation: g.gids().generation(),
+            ah_slots: N as u64,
+            refused: ld(&c.refused).saturating_add(s.refused.total()),
+            ..Stats::default()
         }
     }
 

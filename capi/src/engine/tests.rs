@@ -28,7 +28,7 @@ fake_verbs!(fake_create, fake_destroy, CREATED, DESTROYED);
 // The multi-threaded test's own, so that its counts are exact.
 fake_verbs!(mt_create, mt_destroy, MT_CREATED, MT_DESTROYED);
 
-fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
+pub(super) fn v4_area(src: [u8; 4], dst: [u8; 4]) -> Area {
     let mut a = [0u8; 40];
     let h = [0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0];
     a[20..32].copy_from_slice(&h);
@@ -45,7 +45,7 @@ fn identical_completions_share_one_ah_until_the_last_reference() {
     let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
     let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
     // SAFETY: the fake verbs never dereference `pd`.
-    let r = unsafe { Responder::from_gids(gids, pd, verbs) };
+    let r = unsafe { Responder::from_gids(gids, pd, verbs) }.unwrap();
     let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
     let a = v4_area([192, 168, 1, 20], local);
     let b = v4_area([192, 168, 1, 21], local);
@@ -73,7 +73,7 @@ fn identical_completions_share_one_ah_until_the_last_reference() {
     assert!(CREATED.load(Ordering::SeqCst) >= 2 && DESTROYED.load(Ordering::SeqCst) >= 2);
 }
 
-fn v4_responder(local: [u8; 4]) -> Responder {
+pub(super) fn v4_responder(local: [u8; 4]) -> Responder {
     v4_responder_with(local, Verbs { create_ah: fake_create, destroy_ah: fake_destroy })
 }
 
@@ -83,7 +83,7 @@ fn v4_responder_with(local: [u8; 4], verbs: Verbs) -> Responder {
         .unwrap();
     let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
     // SAFETY: the fake verbs never dereference `pd`.
-    unsafe { Responder::from_gids(gids, pd, verbs) }
+    unsafe { Responder::from_gids(gids, pd, verbs) }.unwrap()
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn a_held_ah_reports_current_until_retired_and_unknown_after_give_back() {
     assert_eq!(ah, again);
     assert_eq!(r.is_current(ah), Ok(true));
     assert_eq!(r.is_current(AhPtr(16)), Err(libc::EINVAL), "not ours");
-    assert_eq!(r.table.retire_all(&r.backend), 1);
+    assert_eq!(r.retire_dgid(&Gid::from_ipv4([10, 0, 0, 2])), 1);
     assert_eq!(r.is_current(ah), Ok(false), "retired, still held");
     r.destroy_ah(ah).unwrap();
     assert_eq!(r.is_current(ah), Ok(false), "one reference still out");
@@ -299,7 +299,7 @@ fn kernel_profile_through_the_c_attribute() {
 fn failures_keep_the_c_attribute_and_errno() {
     let gids = gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap();
     // SAFETY: no PD.
-    let r = unsafe { Responder::from_gids(gids, core::ptr::null_mut(), Verbs::libibverbs()) };
+    let r = unsafe { Responder::from_gids(gids, core::ptr::null_mut(), Verbs::libibverbs()) }.unwrap();
     let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
     let a = v4_area([10, 0, 0, 2], [10, 0, 0, 1]);
     let (_, e) = r.init_ah_from_wc(&wc, Some(&a), Profile::Libibverbs, Evidence::None);
@@ -313,4 +313,183 @@ fn failures_keep_the_c_attribute_and_errno() {
     assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(1)), Err(libc::EOPNOTSUPP));
     assert_eq!(r.handle_event(crate::ffi::IBV_EVENT_GID_CHANGE, Some(2)), Ok(false));
     assert_eq!(gids_from_list(1, LinkLayer::Ethernet, 2000, []).unwrap_err(), Errno(libc::E2BIG));
+}
+
+#[test]
+fn a_configured_capacity_holds_more_peers_than_the_default() {
+    let gids = gids_from_list(
+        1,
+        LinkLayer::Ethernet,
+        16,
+        [(3, GidEntry::new(Gid::from_ipv4([10, 0, 0, 1]), GidType::RoceV2))],
+    )
+    .unwrap();
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let options = Options { ah_slots: 1 << 16, ..Options::default() };
+    // SAFETY: the fake verbs never dereference `pd`.
+    let r = unsafe { Responder::from_gids_with(gids, pd, verbs, options) }.unwrap();
+    assert_eq!(r.ah_slots(), 1 << 16);
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let peers = if cfg!(miri) { 64u32 } else { 20_000 };
+    let held: Vec<AhPtr> = (0..peers)
+        .map(|i| {
+            let [_, a, b, c] = i.to_be_bytes();
+            r.create_ah_from_wc(&wc, &v4_area([10, a, b, c], [10, 0, 0, 1])).unwrap()
+        })
+        .collect();
+    let s = r.stats();
+    assert_eq!((s.kernel_ahs_live, s.ahs_outstanding, s.ah_slots), (u64::from(peers), u64::from(peers), 1 << 16));
+    for ah in held {
+        r.destroy_ah(ah).unwrap();
+    }
+    r.close().unwrap();
+    assert_eq!(r.stats().kernel_ahs_live, 0);
+    // SAFETY: the fake verbs never dereference `pd`.
+    let bad = unsafe {
+        Responder::from_gids_with(
+            gids_from_list(1, LinkLayer::Ethernet, 4, []).unwrap(),
+            pd,
+            verbs,
+            Options { ah_slots: 2048, ..Options::default() },
+        )
+    };
+    assert_eq!(bad.err(), Some(Errno(libc::EINVAL)), "2048 is not an offered capacity");
+}
+
+/// The destination whose create [`slow_create`] holds until `SLOW_GO`.
+const SLOW_PEER: [u8; 4] = [10, 0, 9, 9];
+static SLOW_IN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static SLOW_GO: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// `fake_create`, but a create for [`SLOW_PEER`] waits (as an
+/// `ibv_create_ah` resolving an unanswered neighbour does) until `SLOW_GO`.
+unsafe extern "C" fn slow_create(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+    // SAFETY: the engine passes a valid attribute.
+    let dgid = unsafe { (*attr).attr.grh.dgid };
+    if dgid == Gid::from_ipv4(SLOW_PEER).0 {
+        SLOW_IN.store(true, Ordering::SeqCst);
+        while !SLOW_GO.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { fake_create(pd, attr) }
+}
+
+#[test]
+fn a_slow_create_blocks_neither_other_peers_nor_hits() {
+    let local = [10, 0, 0, 1];
+    let r = v4_responder_with(local, Verbs { create_ah: slow_create, destroy_ah: fake_destroy });
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let known = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+    std::thread::scope(|s| {
+        let slow = s.spawn(|| r.create_ah_from_wc(&wc, &v4_area(SLOW_PEER, local)));
+        while !SLOW_IN.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The slow create is in the "kernel" now. A hit, a new peer's miss,
+        // an attribute's create, a give-back and the counters all go on (a
+        // lock held across the slow create would hang here).
+        let hit = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+        assert_eq!(hit, known);
+        let other = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 3], local)).unwrap();
+        assert_ne!(other, known);
+        r.destroy_ah(hit).unwrap();
+        r.destroy_ah(other).unwrap();
+        assert_eq!(r.stats().kernel_ahs_created, 2, "the slow one is still being created");
+        assert!(!slow.is_finished());
+        SLOW_GO.store(true, Ordering::SeqCst);
+        let ah = slow.join().unwrap().unwrap();
+        r.destroy_ah(ah).unwrap();
+    });
+    r.destroy_ah(known).unwrap();
+    assert_eq!(r.stats().kernel_ahs_created, 3);
+    r.close().unwrap();
+}
+
+#[test]
+fn an_allow_list_refuses_strangers_before_the_table() {
+    let local = [10, 0, 0, 1];
+    let gids = gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+        .unwrap();
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let admission = Admission::allow_all().allow_ipv4_subnet([10, 0, 0, 0], 24).unwrap();
+    // SAFETY: the fake verbs never dereference `pd`.
+    let r = unsafe { Responder::from_gids_with(gids, pd, verbs, Options { admission, ..Options::default() }) }.unwrap();
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let friend = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 2], local)).unwrap();
+    let stranger = r.create_ah_from_wc(&wc, &v4_area([10, 0, 1, 2], local));
+    assert_eq!(stranger.map_err(AhFailure::errno), Err(libc::EACCES));
+    let s = r.stats();
+    assert_eq!((s.refused, s.kernel_ahs_created, s.create_failures), (1, 1, 1));
+    r.destroy_ah(friend).unwrap();
+    r.close().unwrap();
+}
+
+#[test]
+fn a_staged_batch_on_a_table_past_the_caches_answers_as_one_by_one() {
+    let local = [10, 0, 0, 1];
+    let pd = core::ptr::NonNull::<ibv_pd>::dangling().as_ptr();
+    let verbs = Verbs { create_ah: fake_create, destroy_ah: fake_destroy };
+    let gids = || {
+        gids_from_list(1, LinkLayer::Ethernet, 16, [(3, GidEntry::new(Gid::from_ipv4(local), GidType::RoceV2))])
+            .unwrap()
+    };
+    let admission = Admission::allow_all().allow_ipv4_subnet([10, 0, 0, 0], 16).unwrap();
+    let big = Options { ah_slots: 1 << 20, admission };
+    const { assert!(AhTable::<PdBackend, { 1 << 20 }>::PREFETCH, "the staged path is the one tested") };
+    // SAFETY: the fake verbs never dereference `pd`.
+    let staged = unsafe { Responder::from_gids_with(gids(), pd, verbs, big) }.unwrap();
+    // SAFETY: as above.
+    let single =
+        unsafe { Responder::from_gids_with(gids(), pd, verbs, Options { admission, ..Options::default() }) }.unwrap();
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    // 100 requests: 40 peers (each twice or more), a stranger, a missing
+    // area, a multicast destination the profile refuses.
+    let areas: Vec<Area> = (0..100u8)
+        .map(|i| match i {
+            17 => v4_area([10, 1, 9, 9], local),
+            53 => v4_area([10, 0, 0, 2], [224, 0, 0, 1]),
+            _ => v4_area([10, 0, 3, i % 40], local),
+        })
+        .collect();
+    let batch: Vec<(IbvWc, Option<&Area>)> =
+        areas.iter().enumerate().map(|(i, a)| (wc, if i == 71 { None } else { Some(a) })).collect();
+    let mut out = vec![Err(AhFailure::Table(0)); batch.len()];
+    staged.create_ah_batch(&batch, &mut out);
+    let one: Vec<Result<AhPtr, AhFailure>> = batch
+        .iter()
+        .map(|(wc, a)| match a {
+            Some(a) => single.create_ah_from_wc(wc, a),
+            None => Err(AhFailure::Attr(libc::EFAULT)),
+        })
+        .collect();
+    let errs = |v: &[Result<AhPtr, AhFailure>]| v.iter().map(|r| r.err().map(AhFailure::errno)).collect::<Vec<_>>();
+    assert_eq!(errs(&out), errs(&one), "the same failures at the same places");
+    assert_eq!(out[17].err(), Some(AhFailure::Refused));
+    assert_eq!(out[71].err().map(AhFailure::errno), Some(libc::EFAULT));
+    for i in 0..100 {
+        for j in 0..100 {
+            if let (Ok(a), Ok(b), Ok(c), Ok(d)) = (out[i], out[j], one[i], one[j]) {
+                assert_eq!(a == b, c == d, "requests {i} and {j} share an AH in one and not the other");
+            }
+        }
+    }
+    let (s, t) = (staged.stats(), single.stats());
+    // The batch entry without an area is a request that failed (the
+    // one-by-one emulation above never asked).
+    assert_eq!((s.create_calls, s.create_failures), (t.create_calls + 1, t.create_failures + 1));
+    assert_eq!(
+        (s.kernel_ahs_created, s.ahs_outstanding, s.refused),
+        (t.kernel_ahs_created, t.ahs_outstanding, t.refused)
+    );
+    assert_eq!(s.kernel_ahs_created, 40);
+    for (r, ahs) in [(&staged, &out), (&single, &one)] {
+        for ah in ahs.iter().flatten() {
+            r.destroy_ah(*ah).unwrap();
+        }
+        r.close().unwrap();
+    }
 }

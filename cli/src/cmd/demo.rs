@@ -25,11 +25,12 @@ use udah_cli::alloc_count::thread_allocations;
 
 use super::table_box::boxed_table;
 
-/// The AH-table capacities the demo is built for: the run takes the
+/// The AH-table capacities the demo is built for (those of
+/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS) from 2¹² up): the run takes the
 /// smallest that keeps the peers at no more than three quarters of it
 /// ([`table_slots`]). The table is bucketized cuckoo and stays ≥ 90 % full
 /// before its first eviction, so the headroom means no eviction at all.
-const TABLE_CAPACITIES: [usize; 6] = [1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 21];
+const TABLE_CAPACITIES: &[usize] = udah_core::heap::AH_SLOTS.split_at(1).1;
 /// GID-snapshot capacity.
 const GID_SLOTS: usize = 256;
 
@@ -493,13 +494,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs the demo.
 pub(crate) fn run(args: &Args) -> ExitCode {
-    let summary = validate(args).and_then(|()| match table_slots(args.peers) {
-        0x1000 => demo::<0x1000>(args),
-        0x4000 => demo::<0x4000>(args),
-        0x1_0000 => demo::<0x1_0000>(args),
-        0x4_0000 => demo::<0x4_0000>(args),
-        0x10_0000 => demo::<0x10_0000>(args),
-        _ => demo::<0x20_0000>(args),
+    let summary = validate(args).and_then(|()| {
+        // `table_slots` gives one of `AH_SLOTS`.
+        let n = table_slots(args.peers);
+        udah_core::with_ah_slots!(n, N => demo::<N>(args)).unwrap_or_else(|| demo::<0x20_0000>(args))
     });
     match summary {
         Ok(s) => {
@@ -530,7 +528,7 @@ pub(crate) const MAX_PEERS: usize = 1_000_000;
 /// [`TABLE_CAPACITIES`] they fill to at most three quarters.
 pub(crate) fn table_slots(peers: usize) -> usize {
     let fits = |n: &usize| peers.saturating_mul(4) <= n * 3;
-    TABLE_CAPACITIES.into_iter().find(fits).unwrap_or(TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
+    TABLE_CAPACITIES.iter().copied().find(fits).unwrap_or(TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
 }
 
 /// The AH table's hash seed for `--seed`: SplitMix64 of it, so that a run

@@ -304,16 +304,8 @@ struct Stats {
 /// `serve --hal ibverbs` with an AH table of `--ah-slots` slots.
 #[cfg(feature = "ibverbs")]
 fn serve_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
-    match args.ah_slots {
-        0x400 => serve_on::<0x400>(args),
-        0x1000 => serve_on::<0x1000>(args),
-        0x4000 => serve_on::<0x4000>(args),
-        0x1_0000 => serve_on::<0x1_0000>(args),
-        0x4_0000 => serve_on::<0x4_0000>(args),
-        0x10_0000 => serve_on::<0x10_0000>(args),
-        // `parse_ah_slots` admits only these.
-        _ => serve_on::<0x20_0000>(args),
-    }
+    // `parse_ah_slots` admits only `AH_SLOTS`.
+    udah_core::with_ah_slots!(args.ah_slots, N => serve_on::<N>(args)).unwrap_or_else(|| serve_on::<AHS>(args))
 }
 
 #[cfg(feature = "ibverbs")]
