@@ -538,7 +538,7 @@ fn forks_while_four_threads_create_and_destroy_and_every_child_goes_on() {
                     let b = r.create_ah_from_wc(&wc, &v4_area([10, 0, t, i % 32], local)).unwrap();
                     r.destroy_ah(b).unwrap();
                     r.destroy_ah(a).unwrap();
-                    if i % 64 == 0 {
+                    if i.is_multiple_of(64) {
                         r.retire_dgid(&Gid::from_ipv4([10, 0, t, 0]));
                     }
                     i = i.wrapping_add(1);
