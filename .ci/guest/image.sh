@@ -80,7 +80,8 @@ cp "$(ls "$root"/boot/initrd.img-* | sort -V | tail -n1)" "$work/img/initrd.img"
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/usr/share/doc/* "$root"/usr/share/man/* \
        "$root"/usr/share/locale/* "$root"/boot/*
 size_mb=$(( $(du -sm "$root" | cut -f1) + 400 ))
-mkfs.ext4 -q -L udahroot -d "$root" "$work/img/rootfs.ext4" "${size_mb}M"
+# (mkfs prints "Creating regular file" on stdout, which is the image path.)
+mkfs.ext4 -q -L udahroot -d "$root" "$work/img/rootfs.ext4" "${size_mb}M" >&2
 rm -rf "$root"
 mv "$work/img" "$out"
 mv "$work/debootstrap.log" "$out/"

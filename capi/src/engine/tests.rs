@@ -493,3 +493,87 @@ fn a_staged_batch_on_a_table_past_the_caches_answers_as_one_by_one() {
         r.close().unwrap();
     }
 }
+
+/// Waits for child `pid` for at most `secs` seconds: its exit status, or
+/// `None` (then killed) when it did not end in time: a deadlock.
+fn wait_child(pid: libc::pid_t, secs: u64) -> Option<i32> {
+    let deadline = std::time::Instant::now() + core::time::Duration::from_secs(secs);
+    loop {
+        let mut status = 0;
+        // SAFETY: `pid` is this process's child; `status` is a valid out-pointer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc == pid {
+            return Some(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 });
+        }
+        if std::time::Instant::now() > deadline {
+            // SAFETY: killing and reaping our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            // SAFETY: as above.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            return None;
+        }
+        std::thread::sleep(core::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn forks_while_four_threads_create_and_destroy_and_every_child_goes_on() {
+    let local = [10, 0, 0, 1];
+    let r = v4_responder(local);
+    let wc = IbvWc { wc_flags: udah_core::ah::IBV_WC_GRH, ..IbvWc::default() };
+    let stop = core::sync::atomic::AtomicBool::new(false);
+    let forks = if cfg!(miri) { 0u8 } else { 24 };
+    let mut statuses = Vec::new();
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let (r, stop) = (&r, &stop);
+            s.spawn(move || {
+                let mut i = 0u8;
+                while !stop.load(Ordering::Relaxed) {
+                    // Misses (new peers), hits, first hand-outs, last
+                    // give-backs, and now and then a retirement.
+                    let a = r.create_ah_from_wc(&wc, &v4_area([10, 0, t, i % 32], local)).unwrap();
+                    let b = r.create_ah_from_wc(&wc, &v4_area([10, 0, t, i % 32], local)).unwrap();
+                    r.destroy_ah(b).unwrap();
+                    r.destroy_ah(a).unwrap();
+                    if i.is_multiple_of(64) {
+                        r.retire_dgid(&Gid::from_ipv4([10, 0, t, 0]));
+                    }
+                    i = i.wrapping_add(1);
+                }
+            });
+        }
+        for k in 0..forks {
+            std::thread::sleep(core::time::Duration::from_millis(2));
+            // SAFETY: the child calls only this responder (whose windows
+            // the fork handlers closed), malloc (fork safe in glibc), and
+            // `_exit`.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // (References the parent's other threads held at the fork
+                // stay counted in the child: nothing there gives them back.)
+                let code = (|| {
+                    let ah = r.create_ah_from_wc(&wc, &v4_area([10, 0, 9, k], local)).map_err(|_| 2)?;
+                    let again = r.create_ah_from_wc(&wc, &v4_area([10, 0, 0, 7], local)).map_err(|_| 3)?;
+                    r.destroy_ah(again).map_err(|_| 4)?;
+                    r.destroy_ah(ah).map_err(|_| 5)?;
+                    r.retire_dgid(&Gid::from_ipv4([10, 0, 1, 0]));
+                    let _ = r.stats();
+                    Ok::<i32, i32>(0)
+                })()
+                .unwrap_or_else(|e| e);
+                // SAFETY: ends the child without running the parent's
+                // destructors or test harness.
+                unsafe { libc::_exit(code) };
+            }
+            assert!(pid > 0, "fork failed");
+            statuses.push(wait_child(pid, 20));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(statuses.iter().all(|s| *s == Some(0)), "children: {statuses:?} (None: deadlocked; 2-5: a step failed)");
+    assert_eq!(r.stats().ahs_outstanding, 0);
+    r.close().unwrap();
+}
