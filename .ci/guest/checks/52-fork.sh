@@ -5,9 +5,11 @@
 # and plain ibv_create_ah) and exit 0 within its alarm; a blocked child is a
 # FAIL, not a hang.
 #  fork-udah      libudah's API on the program's own context and PD: the
-#                 threads ask udah for the loopback peer's AH, thread 0 sends
-#                 IBV_EVENT_GID_CHANGE every 64 requests (re-reads and
-#                 retires under the responder's locks).
+#                 threads ask udah for the loopback peer's AH, every other
+#                 time with a flow label of their own (udah_create_ah: misses
+#                 and kernel creates), thread 0 sends IBV_EVENT_GID_CHANGE
+#                 every 64 requests (re-reads under the responder's locks);
+#                 more than one kernel AH must have been created.
 #  fork-preload   plain libibverbs (ibv_create_ah_from_wc + ibv_destroy_ah)
 #                 under LD_PRELOAD=libudah-preload.so, with and without
 #                 UDAH_PRELOAD_SHARE=1; every call served by udah.
@@ -31,10 +33,11 @@ fi
 "$BIN" udah "$UDAH_DEV" "${UDAH_PORT:-1}" "$UDAH_IPV4" "$FORKS" >"$UDAH_OUT/fork-udah.log" 2>&1
 rc=$?
 sed 's/^/  fork udah| /' "$UDAH_OUT/fork-udah.log"
-if [[ $rc -eq 0 ]] && grep -q "^fork-ah udah $UDAH_DEV: $FORKS forks, .* 0 failures" "$UDAH_OUT/fork-udah.log"; then
+kahs=$(grep -m1 '^responder:' "$UDAH_OUT/fork-udah.log" | grep -oE '[0-9]+ kernel AHs created' | awk '{print $1}')
+if [[ $rc -eq 0 && "${kahs:-0}" -gt 1 ]] && grep -q "^fork-ah udah $UDAH_DEV: $FORKS forks, .* 0 failures" "$UDAH_OUT/fork-udah.log"; then
   pass fork-udah
 else
-  fail fork-udah "exit $rc: $(grep -m1 -E '^fork [0-9]+:|^thread|failures' "$UDAH_OUT/fork-udah.log")"
+  fail fork-udah "exit $rc, ${kahs:-no} kernel AHs: $(grep -m1 -E '^fork [0-9]+:|^thread|failures' "$UDAH_OUT/fork-udah.log")"
 fi
 
 bad=

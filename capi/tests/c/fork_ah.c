@@ -9,8 +9,10 @@
  *          udah_destroy_ah on one responder (with "fake", half of them on
  *          peers that keep missing its cache, so creates of kernel AHs run
  *          all the time, half on 8 peers the threads share; on a device,
- *          the loopback peer, with thread 0 sending IBV_EVENT_GID_CHANGE
- *          every 64 iterations).
+ *          the loopback peer, every other request through udah_create_ah
+ *          with a flow label of its own so that kernel AHs are created all
+ *          the time too, and thread 0 sending IBV_EVENT_GID_CHANGE every 64
+ *          iterations).
  * preload  plain libibverbs under LD_PRELOAD=libudah-preload.so: four
  *          threads ibv_create_ah_from_wc + ibv_destroy_ah.
  * selftest the harness's own check: one thread holds a plain mutex across
@@ -116,6 +118,26 @@ static int one_ah(struct ibv_wc *wc, struct ibv_grh *grh)
 	return 0;
 }
 
+/* udah_create_ah for the attribute of (wc, grh) with flow label `label`
+ * (a key of its own: a device's loopback peer then still makes udah create
+ * kernel AHs), given back. 0, or the errno of the failure. */
+static int one_labelled_ah(struct ibv_wc *wc, struct ibv_grh *grh, uint32_t label)
+{
+	struct ibv_ah_attr attr;
+	struct ibv_ah *ah;
+
+	errno = 0;
+	if (udah_init_ah_from_wc(resp, wc, grh, UDAH_PROFILE_LIBIBVERBS, UDAH_EVIDENCE_NONE, &attr))
+		return errno ? errno : EIO;
+	attr.grh.flow_label = label & 0xfffff;
+	ah = udah_create_ah(resp, &attr);
+	if (!ah)
+		return errno ? errno : EIO;
+	if (udah_destroy_ah(resp, ah))
+		return errno ? errno : EIO;
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	unsigned t = (unsigned)(uintptr_t)arg;
@@ -137,7 +159,13 @@ static void *worker(void *arg)
 		int rc;
 
 		request(&grh, &wc, source(t, i));
-		rc = one_ah(&wc, &grh);
+		/* On a device, every other request of libudah's threads is
+		 * udah_create_ah with a flow label of its own (2048 per thread,
+		 * above the table's 1024 slots): misses, kernel creates. */
+		if (use_udah && !fake && (i & 1))
+			rc = one_labelled_ah(&wc, &grh, (t << 11) | (unsigned)(i / 2 % 2048));
+		else
+			rc = one_ah(&wc, &grh);
 		if (rc) {
 			fprintf(stderr, "thread %u, iteration %lu: %s\n", t, i, strerror(rc));
 			atomic_store(&thread_failed, 1);
