@@ -79,6 +79,6 @@ pub use error::{Op, VerbFailure, VerbsError, kernel_has_rdma};
 pub use gid::{GidInfo, GidSource, PortGids};
 pub use hal::{DeviceFault, HalStats, IbverbsHal, MAX_AH_SLOTS, VerbsAh};
 pub use verbs::{
-    AddressHandle, AsyncEvent, Context, Cq, Device, DeviceAttr, DeviceList, GidRecord, Mr, Pd, PortAttr, QpCaps,
-    Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,
+    AddressHandle, AsyncEvent, Context, Cq, CqEx, CqExCreated, Device, DeviceAttr, DeviceList, ExCompletion, ExPoll,
+    GidRecord, Mr, Pd, PortAttr, QpCaps, Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,
 };
