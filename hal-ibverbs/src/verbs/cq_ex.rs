@@ -113,6 +113,36 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The device's free-running clock now (`ibv_query_rt_values_ex`,
+    /// `IBV_VALUES_MASK_RAW_CLOCK`), in the ticks of
+    /// `ibv_wc_read_completion_ts` (as providers return it: seconds times
+    /// 10^9 plus the `tv_nsec` field, which holds the cycles).
+    pub fn device_clock(&self) -> Result<u64, VerbsError> {
+        // SAFETY: integers and a timespec; all-zero is valid.
+        let mut v: sys::ibv_values_ex = unsafe { core::mem::zeroed() };
+        v.comp_mask = sys::ibv_values_mask::IBV_VALUES_MASK_RAW_CLOCK.0;
+        // SAFETY: the context is open and `v` is valid for writes; the
+        // wrapper returns EOPNOTSUPP when the provider lacks the verb.
+        let ret = unsafe { sys::ibv_query_rt_values_ex(self.ptr(), &raw mut v) };
+        check(Op::QueryDevice, ret)?;
+        let (s, ns) = (v.raw_clock.tv_sec, v.raw_clock.tv_nsec);
+        Ok((s as u64).wrapping_mul(1_000_000_000).wrapping_add(ns as u64))
+    }
+
+    /// The device clock's frequency in kHz (`hca_core_clock` of
+    /// `ibv_query_device_ex`), 0 when the device does not report it.
+    pub fn core_clock_khz(&self) -> Result<u64, VerbsError> {
+        // SAFETY: integers and nested integer structs; all-zero is valid.
+        let mut a: sys::ibv_device_attr_ex = unsafe { core::mem::zeroed() };
+        // SAFETY: the context is open, no input (NULL is allowed), `a` is
+        // valid for writes of its full size (the wrapper passes it).
+        let ret = unsafe { sys::ibv_query_device_ex(self.ptr(), core::ptr::null(), &raw mut a) };
+        check(Op::QueryDevice, ret)?;
+        Ok(a.hca_core_clock)
+    }
+}
+
 impl CqEx {
     /// The CQ as a plain CQ (to create a QP on).
     pub fn cq(&self) -> &Cq {
