@@ -185,11 +185,16 @@ fn validate(args: &Args) -> Result<(), UsageError> {
             (args.log_ahs, "--log-ahs"),
             (!args.allow.is_empty(), "--allow"),
             (args.ah_slots != AHS, "--ah-slots"),
-            (args.cq.is_some(), "--cq"),
         ] {
             if set {
                 return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
             }
+        }
+        if args.cq.is_some() {
+            return Err(UsageError::VerbsOnly {
+                flag: "--cq",
+                mock: "the mock fabric has no completion queue to choose",
+            });
         }
         if args.stamp && args.link == MockLink::Ib {
             return Err(UsageError::StampOnIb);
