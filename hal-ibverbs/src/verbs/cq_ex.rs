@@ -2,6 +2,14 @@
 //! them (`ibv_start_poll` / `ibv_next_poll` / `ibv_end_poll`, fields read
 //! with the `ibv_wc_read_*` functions).
 //!
+//! One completion per `ibv_start_poll` / `ibv_end_poll` pair: the cursor
+//! never calls `ibv_next_poll`. Soft-RoCE's provider (rdma-core 44) ends the
+//! poll inside `ibv_next_poll` when it returns ENOENT (it stores the consumer
+//! index and unlocks), so the documented `next_poll` loop followed by
+//! `ibv_end_poll` advances its consumer index twice there (a phantom
+//! all-zero completion, then garbage, and a double unlock), while mlx5 needs
+//! that `ibv_end_poll`. One completion per pair is right on both.
+//!
 //! The read functions are the CQ's function pointers; a provider leaves the
 //! pointer of a field the CQ was not created with NULL (rdma-core's
 //! providers allocate the CQ zeroed and set only the requested readers), so
@@ -244,24 +252,20 @@ impl<'a> ExPoll<'a> {
         self.cq.ex.0.as_ptr()
     }
 
-    /// Moves to the next completion (`ibv_next_poll`): `Ok(None)` when there
-    /// is none (the poll is then ended).
+    /// Moves to the next completion: ends this poll (`ibv_end_poll`) and
+    /// starts another (see the module docs for why not `ibv_next_poll`);
+    /// `Ok(None)` when the CQ is empty.
     pub fn advance(self) -> Result<Option<ExPoll<'a>>, VerbsError> {
-        let cq = self.raw();
-        // SAFETY: the poll is active (this cursor exists); `next_poll` is
-        // checked before the call.
-        let ret = match unsafe { (*cq).next_poll } {
-            // SAFETY: as above.
-            Some(f) => unsafe { f(cq) },
-            None => errno::EOPNOTSUPP,
-        };
-        match ret {
-            0 => Ok(Some(self)),
-            // Dropping `self` ends the poll, as it must be after next_poll
-            // failed too.
-            errno::ENOENT => Ok(None),
-            e => Err(VerbsError::verb(Op::PollCqEx, if e < 0 { e.saturating_neg() } else { e })),
-        }
+        self.end().start_poll()
+    }
+
+    /// Ends the poll (`ibv_end_poll`), giving the CQ back.
+    fn end(self) -> &'a mut CqEx {
+        let this = ManuallyDrop::new(self);
+        end_poll(this.raw());
+        // SAFETY: `this` is never dropped nor used again, so the `&mut`
+        // read out of it is the only one (moved, not duplicated).
+        unsafe { core::ptr::read(&raw const this.cq) }
     }
 
     /// `cq->wr_id`.
@@ -393,15 +397,19 @@ impl udah_core::ah::Completion for ExPoll<'_> {
     }
 }
 
+/// `ibv_end_poll` of an active poll.
+fn end_poll(cq: *mut ibv_cq_ex) {
+    // SAFETY: called once per poll that `start_poll` began (from `Drop` or
+    // from `ExPoll::end`, which does not drop); the CQ is alive.
+    if let Some(f) = unsafe { (*cq).end_poll } {
+        // SAFETY: as above.
+        unsafe { f(cq) };
+    }
+}
+
 impl Drop for ExPoll<'_> {
     fn drop(&mut self) {
-        let cq = self.raw();
-        // SAFETY: the poll is active (start_poll returned 0, and next_poll
-        // ends it only through this drop); `end_poll` is called once.
-        if let Some(f) = unsafe { (*cq).end_poll } {
-            // SAFETY: as above.
-            unsafe { f(cq) };
-        }
+        end_poll(self.raw());
     }
 }
 
