@@ -51,6 +51,10 @@ impl Completion for MockWc {
     fn kernel(&self) -> KernelWc {
         MockWc::kernel(self)
     }
+    #[inline]
+    fn source(&self) -> Option<udah_core::wire::SourceAddress> {
+        self.source
+    }
 }
 
 /// Why a completion could not be answered.
