@@ -107,31 +107,37 @@ const _: () = {
     assert!(offset_of!(ibv_cq_ex, read_completion_wallclock_ns) == 280);
 };
 
-/// The sentence for a CQ without a needed reader.
+/// The `udah_last_error` sentence for a CQ without the reader of `field`.
+#[cold]
+fn missing(field: &str) -> String {
+    format!("the CQ has no {field} reader: {NEEDS}")
+}
+
+/// The sentence's requirement.
 const NEEDS: &str = "the extended CQ must be created with wc_flags IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
                      IBV_WC_EX_WITH_DLID_PATH_BITS (IBV_WC_EX_WITH_SRC_QP optional)";
 
 /// The `struct ibv_wc` fields of the current completion of `cq`, read with
-/// its read functions, or the sentence naming the flag it lacks.
+/// its read functions, or the name of the field whose reader is missing
+/// (see [`missing`]).
 ///
 /// # Safety
 /// `cq` must be a live extended CQ holding a current completion (between a
 /// successful `ibv_start_poll`/`ibv_next_poll` and `ibv_end_poll`).
 #[doc(hidden)]
-pub unsafe fn wc_from_cq_ex(cq: *mut ibv_cq_ex) -> Result<IbvWc, String> {
+#[inline]
+pub unsafe fn wc_from_cq_ex(cq: *mut ibv_cq_ex) -> Result<IbvWc, &'static str> {
     // SAFETY: `cq` is live (the contract); reading the function table.
     let t = unsafe { &*cq };
-    let missing = |what: &str| format!("the CQ has no {what} reader: {NEEDS}");
     let (Some(flags), Some(slid), Some(sl), Some(dlid_path_bits)) =
         (t.read_wc_flags, t.read_slid, t.read_sl, t.read_dlid_path_bits)
     else {
-        let name = match (t.read_wc_flags, t.read_slid, t.read_sl) {
+        return Err(match (t.read_wc_flags, t.read_slid, t.read_sl) {
             (None, ..) => "wc_flags (every extended CQ should have one)",
             (_, None, _) => "SLID (IBV_WC_EX_WITH_SLID)",
             (_, _, None) => "SL (IBV_WC_EX_WITH_SL)",
             _ => "DLID path bits (IBV_WC_EX_WITH_DLID_PATH_BITS)",
-        };
-        return Err(missing(name));
+        });
     };
     // SAFETY: each reader is the provider's, set for this CQ, and the CQ
     // holds a current completion (the contract).
@@ -191,7 +197,7 @@ pub unsafe extern "C" fn udah_init_ah_from_cq_ex(
         match unsafe { wc_from_cq_ex(cq) } {
             // SAFETY: forwarded contract on `r`, `grh`, `ah_attr`.
             Ok(wc) => unsafe { super::init_ah(r, &wc, grh, profile, evidence, ah_attr) },
-            Err(msg) => fail_int_msg(libc::EINVAL, &msg),
+            Err(field) => fail_int_msg(libc::EINVAL, &missing(field)),
         }
     })
 }
@@ -221,7 +227,7 @@ pub unsafe extern "C" fn udah_create_ah_from_cq_ex(
         // SAFETY: `cq` is live with a current completion (the contract).
         let wc = match unsafe { wc_from_cq_ex(cq) } {
             Ok(wc) => wc,
-            Err(msg) => return fail_null_msg(libc::EINVAL, &msg),
+            Err(field) => return fail_null_msg(libc::EINVAL, &missing(field)),
         };
         // SAFETY: `grh` is NULL or valid for reads (the contract).
         let Some(grh) = (unsafe { opt(grh) }) else { return fail_null(libc::EFAULT) };
