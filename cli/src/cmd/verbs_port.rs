@@ -107,7 +107,7 @@ impl RecvCq {
             Ok(made) => {
                 let cq = made.cq;
                 let refused: Vec<String> =
-                    made.refused.iter().map(|(f, e)| format!("wc_flags {f:#x}: {}", e.errno().unwrap_or(0))).collect();
+                    made.refused.iter().map(|(f, e)| format!("{f:#x} (errno {})", e.errno().unwrap_or(0))).collect();
                 let line = format!(
                     "receive CQ: extended (ibv_create_cq_ex, wc_flags {:#x}); completion timestamps: device clock {}, \
                      wall clock {}{}",
@@ -117,7 +117,7 @@ impl RecvCq {
                     if refused.is_empty() {
                         String::new()
                     } else {
-                        format!(" (refused: {}, errno)", refused.join("; "))
+                        format!(" (wc_flags refused: {})", refused.join(", "))
                     }
                 );
                 Ok((RecvCq::Ex(cq), line))
