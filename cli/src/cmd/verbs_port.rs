@@ -37,6 +37,9 @@ pub(crate) struct Stamped {
     pub(crate) wall_ns: Option<u64>,
 }
 
+/// Completions taken per poll of an extended CQ (`Cq::poll` takes 16).
+const POLL_MAX: usize = 16;
+
 /// The receive CQ: plain or extended.
 #[derive(Debug)]
 pub(crate) enum RecvCq {
@@ -65,7 +68,9 @@ impl RecvCq {
                 while let Some(p) = cur {
                     out.push(p.read().wc);
                     n += 1;
-                    cur = p.advance()?;
+                    // At most what `ibv_poll_cq` takes at once (the send CQ
+                    // gets its turn under a flood too).
+                    cur = if n < POLL_MAX { p.advance()? } else { None };
                 }
                 Ok(n)
             }
@@ -89,7 +94,7 @@ impl RecvCq {
                     let e = p.read();
                     out.push(Stamped { wc: e.wc, polled, device_ts: e.completion_ts, wall_ns: e.wallclock_ns });
                     n += 1;
-                    cur = p.advance()?;
+                    cur = if n < POLL_MAX { p.advance()? } else { None };
                 }
                 Ok(n)
             }
