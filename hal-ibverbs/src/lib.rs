@@ -1,7 +1,8 @@
 //! # udah-hal-ibverbs
 //!
 //! The udah backend over real libibverbs: devices, ports, GID tables,
-//! protection domains, address handles, completion queues, UD QPs and memory
+//! protection domains, address handles, completion queues (plain, and
+//! extended: [`CqEx`] and its poll cursor [`ExPoll`]), UD QPs and memory
 //! regions, and the core's [`Hal`](udah_core::hal::Hal) over them
 //! ([`IbverbsHal`]).
 //!
