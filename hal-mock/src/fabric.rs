@@ -74,7 +74,7 @@ pub struct Quirks {
     /// RoCE destinations with the route's (irdma); `None` keeps the user's.
     pub route_hop_limit: Option<u8>,
     /// The NIC reports the source and destination GIDs (and the header
-    /// type) in the completion ([`MockWc::source`], like EFA's
+    /// type) in the completion ([`Received::source`], like EFA's
     /// `efadv_wc_read_sgid`) and does not write the 40-byte area: the
     /// consumer's buffer keeps [`GID_IN_COMPLETION_FILL`] there.
     pub gid_in_completion: bool,
@@ -298,9 +298,6 @@ pub struct MockWc {
     pub smac: [u8; 6],
     /// Received byte count (payload + 40-byte area).
     pub byte_len: u32,
-    /// The addresses, on a NIC that reports them in the completion
-    /// ([`Quirks::gid_in_completion`]).
-    pub source: Option<SourceAddress>,
 }
 
 impl MockWc {
@@ -335,6 +332,11 @@ pub struct Received {
     pub area: Area,
     /// The payload.
     pub payload: Vec<u8>,
+    /// The addresses, on a NIC that reports them in the completion
+    /// ([`Quirks::gid_in_completion`]); a [`Received`] is the completion the
+    /// responder reads (it implements `Completion`), so the [`MockWc`]
+    /// stays the size of what an area-writing NIC reports.
+    pub source: Option<SourceAddress>,
 }
 
 /// Why a send was refused locally (UD drops on the wire are not errors; they

@@ -339,7 +339,7 @@ fn the_completion_address_device_gives_the_area_devices_attributes() {
                     let peer = peer(&f, *p, 0, Some(to), 0, 0);
                     f.post_send(peer.qpn, peer.ah, resp.qpn(), QKEY, b"x").unwrap();
                     let msg = f.poll(resp.qpn()).expect("the request arrived");
-                    assert_eq!(msg.wc.source.is_some(), dev);
+                    assert_eq!(msg.source.is_some(), dev);
                     if dev {
                         assert_eq!(msg.area, [udah_hal_mock::GID_IN_COMPLETION_FILL; 40], "the area is not written");
                     }

@@ -236,11 +236,12 @@ pub(super) fn route(
     }
     if p.quirks.gid_in_completion && wc.ibv.wc_flags & IBV_WC_GRH != 0 {
         // The addresses go in the completion; the area is not written.
-        wc.source = source;
         area = [GID_IN_COMPLETION_FILL; 40];
+    } else {
+        source = None;
     }
     let q = s.qp_mut(remote_qpn).ok_or(Drop::NoRoute)?;
     q.last_front.copy_from_slice(&area[..20]);
-    q.rq.push_back(Received { wc, area, payload: payload.to_vec() });
+    q.rq.push_back(Received { wc, area, payload: payload.to_vec(), source });
     Ok(())
 }
