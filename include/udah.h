@@ -394,6 +394,39 @@ const char *udah_last_error(void);
 // The library version, `"MAJOR.MINOR.PATCH"` (static storage).
 const char *udah_version(void);
 
+// `udah_init_ah_from_wc` on the completion an extended CQ holds now:
+// call it between `ibv_start_poll` (or `ibv_next_poll`) returning 0 and
+// `ibv_end_poll`. The fields `struct ibv_wc` would carry are read with
+// `ibv_wc_read_wc_flags`, `_slid`, `_sl`, `_dlid_path_bits` (and `_src_qp`
+// when present), so the result is bit for bit that of
+// `udah_init_ah_from_wc` on the same completion polled with
+// `ibv_poll_cq`.
+//
+// The CQ must be created (`ibv_create_cq_ex`) with `wc_flags` including
+// `IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS`;
+// without one of them (its read function is NULL) the call fails with
+// `EINVAL` and `udah_last_error` names the flag.
+//
+// Returns 0, or -1 with errno as `udah_init_ah_from_wc`.
+//
+// # Safety
+// `r` must be a live responder; `cq` NULL or a live extended CQ with a
+// current completion; `grh` (or NULL) and `ah_attr` valid for reads /
+// writes of their structs.
+int udah_init_ah_from_cq_ex(struct udah_responder *r, struct ibv_cq_ex *cq, const struct ibv_grh *grh, uint32_t profile, uint32_t evidence, struct ibv_ah_attr *ah_attr);
+
+// `udah_create_ah_from_wc` on the completion an extended CQ holds now
+// (call it as `udah_init_ah_from_cq_ex`, with the same `wc_flags`
+// requirement and `EINVAL`): the same deduplicated AH the `ibv_wc` form
+// returns for the same completion. Give it back with `udah_destroy_ah`.
+//
+// Returns NULL with errno as `udah_create_ah_from_wc`.
+//
+// # Safety
+// `r` must be a live responder; `cq` NULL or a live extended CQ with a
+// current completion; `grh` valid for reads.
+struct ibv_ah *udah_create_ah_from_cq_ex(struct udah_responder *r, struct ibv_cq_ex *cq, const struct ibv_grh *grh);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

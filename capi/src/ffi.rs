@@ -141,6 +141,20 @@ pub(crate) const IBV_EVENT_GID_CHANGE: u32 = 18;
 /// Every layout the API relies on, as (C expression, Rust value), for the C
 /// test to assert against the installed `verbs.h`.
 pub const LAYOUT: &[(&str, usize)] = &[
+    ("sizeof(struct ibv_cq_ex)", size_of::<crate::cq_ex::ibv_cq_ex>()),
+    ("offsetof(struct ibv_cq_ex, status)", offset_of!(crate::cq_ex::ibv_cq_ex, status)),
+    ("offsetof(struct ibv_cq_ex, wr_id)", offset_of!(crate::cq_ex::ibv_cq_ex, wr_id)),
+    ("offsetof(struct ibv_cq_ex, start_poll)", offset_of!(crate::cq_ex::ibv_cq_ex, start_poll)),
+    ("offsetof(struct ibv_cq_ex, read_src_qp)", offset_of!(crate::cq_ex::ibv_cq_ex, read_src_qp)),
+    ("offsetof(struct ibv_cq_ex, read_wc_flags)", offset_of!(crate::cq_ex::ibv_cq_ex, read_wc_flags)),
+    ("offsetof(struct ibv_cq_ex, read_slid)", offset_of!(crate::cq_ex::ibv_cq_ex, read_slid)),
+    ("offsetof(struct ibv_cq_ex, read_sl)", offset_of!(crate::cq_ex::ibv_cq_ex, read_sl)),
+    ("offsetof(struct ibv_cq_ex, read_dlid_path_bits)", offset_of!(crate::cq_ex::ibv_cq_ex, read_dlid_path_bits)),
+    ("offsetof(struct ibv_cq_ex, read_completion_ts)", offset_of!(crate::cq_ex::ibv_cq_ex, read_completion_ts)),
+    (
+        "offsetof(struct ibv_cq_ex, read_completion_wallclock_ns)",
+        offset_of!(crate::cq_ex::ibv_cq_ex, read_completion_wallclock_ns),
+    ),
     ("sizeof(struct ibv_wc)", size_of::<ibv_wc>()),
     ("offsetof(struct ibv_wc, status)", offset_of!(ibv_wc, status)),
     ("offsetof(struct ibv_wc, src_qp)", offset_of!(ibv_wc, src_qp)),

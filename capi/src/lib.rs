@@ -35,7 +35,9 @@ use udah_core::{GidEntry, GidType, LinkLayer};
 
 /// Binds each named function to its symbol version (`udah.map` defines the
 /// node): `objdump -T libudah.so` lists it as `name@@UDAH_0.1`. Every
-/// exported function must be named here (`capi/check-abi.sh` checks).
+/// exported function must be named here or, for a function in a module, in
+/// that module (the directive must be in the function's codegen unit;
+/// `capi/check-abi.sh` checks).
 macro_rules! symbol_versions {
     ($node:literal: $($f:ident),* $(,)?) => {
         // Not in the unit-test harness (not the shipped library): an
@@ -67,6 +69,9 @@ symbol_versions!("UDAH_0.1":
     udah_responder_process_events,
 );
 
+#[doc(hidden)]
+pub mod cq_ex;
+pub use cq_ex::{udah_create_ah_from_cq_ex, udah_init_ah_from_cq_ex};
 #[doc(hidden)]
 pub mod engine;
 #[doc(hidden)]
@@ -612,8 +617,29 @@ pub unsafe extern "C" fn udah_init_ah_from_wc(
     ah_attr: *mut ibv_ah_attr,
 ) -> c_int {
     guard(-1, || {
-        // SAFETY: `r` and `wc` are NULL or valid (the contract).
-        let (Some(resp), Some(wc)) = (unsafe { resp(r) }, unsafe { opt(wc) }) else { return fail_int(libc::EINVAL) };
+        // SAFETY: `wc` is NULL or valid (the contract).
+        let Some(wc) = (unsafe { opt(wc) }) else { return fail_int(libc::EINVAL) };
+        // SAFETY: forwarded contract.
+        unsafe { init_ah(r, &wc_from_c(wc), grh, profile, evidence, ah_attr) }
+    })
+}
+
+/// The body of `udah_init_ah_from_wc` (and of `udah_init_ah_from_cq_ex`)
+/// on the core's completion.
+///
+/// # Safety
+/// As `udah_init_ah_from_wc`.
+unsafe fn init_ah(
+    r: *mut udah_responder,
+    wc: &IbvWc,
+    grh: *const ibv_grh,
+    profile: u32,
+    evidence: u32,
+    ah_attr: *mut ibv_ah_attr,
+) -> c_int {
+    {
+        // SAFETY: `r` is NULL or live (the contract).
+        let Some(resp) = (unsafe { resp(r) }) else { return fail_int(libc::EINVAL) };
         if ah_attr.is_null() {
             return fail_int(libc::EINVAL);
         }
@@ -625,11 +651,11 @@ pub unsafe extern "C" fn udah_init_ah_from_wc(
         let Some(evidence) = evidence_from(evidence) else { return fail_int(libc::EINVAL) };
         // SAFETY: `grh` is NULL or valid for reads (the contract).
         let area = unsafe { opt(grh) }.map(|g| &g.bytes);
-        let (attr, err) = resp.init_ah_from_wc(&wc_from_c(wc), area, profile, evidence);
+        let (attr, err) = resp.init_ah_from_wc(wc, area, profile, evidence);
         // SAFETY: `ah_attr` is valid for writes of the 32-byte struct.
         unsafe { ah_attr.write(ibv_ah_attr { attr }) };
         if err == 0 { 0 } else { fail_int(err) }
-    })
+    }
 }
 
 fn ah_result(r: Result<AhPtr, AhFailure>) -> *mut ibv_ah {

@@ -137,6 +137,10 @@ pub enum Op {
     GetAsyncEvent,
     /// `ibv_resolve_eth_l2_from_gid`
     ResolveL2,
+    /// `ibv_create_cq_ex`
+    CreateCqEx,
+    /// `ibv_start_poll` / `ibv_next_poll` (an extended CQ)
+    PollCqEx,
 }
 
 impl Op {
@@ -167,6 +171,8 @@ impl Op {
             Op::PostRecv => "ibv_post_recv",
             Op::GetAsyncEvent => "ibv_get_async_event",
             Op::ResolveL2 => "ibv_resolve_eth_l2_from_gid",
+            Op::CreateCqEx => "ibv_create_cq_ex",
+            Op::PollCqEx => "ibv_start_poll",
         }
     }
 }

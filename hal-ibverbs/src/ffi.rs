@@ -29,9 +29,9 @@ use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 
 pub(crate) use rdma_mummy_sys::{
-    ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_gid_entry,
-    ibv_global_route, ibv_grh, ibv_mr, ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr,
-    ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_wc,
+    ibv_ah, ibv_ah_attr, ibv_async_event, ibv_context, ibv_cq, ibv_cq_ex, ibv_cq_init_attr_ex, ibv_device,
+    ibv_device_attr, ibv_gid, ibv_gid_entry, ibv_global_route, ibv_grh, ibv_mr, ibv_pd, ibv_poll_cq_attr,
+    ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_wc,
 };
 
 /// The `element` union of `struct ibv_async_event`.

@@ -1,7 +1,8 @@
 //! # udah-hal-ibverbs
 //!
 //! The udah backend over real libibverbs: devices, ports, GID tables,
-//! protection domains, address handles, completion queues, UD QPs and memory
+//! protection domains, address handles, completion queues (plain, and
+//! extended: [`CqEx`] and its poll cursor [`ExPoll`]), UD QPs and memory
 //! regions, and the core's [`Hal`](udah_core::hal::Hal) over them
 //! ([`IbverbsHal`]).
 //!
@@ -79,6 +80,6 @@ pub use error::{Op, VerbFailure, VerbsError, kernel_has_rdma};
 pub use gid::{GidInfo, GidSource, PortGids};
 pub use hal::{DeviceFault, HalStats, IbverbsHal, MAX_AH_SLOTS, VerbsAh};
 pub use verbs::{
-    AddressHandle, AsyncEvent, Context, Cq, Device, DeviceAttr, DeviceList, GidRecord, Mr, Pd, PortAttr, QpCaps,
-    Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,
+    AddressHandle, AsyncEvent, Context, Cq, CqEx, CqExCreated, Device, DeviceAttr, DeviceList, ExCompletion, ExPoll,
+    GidRecord, Mr, Pd, PortAttr, QpCaps, Segment, UdDest, UdQp, WorkCompletion, library_available, teardown_failures,
 };

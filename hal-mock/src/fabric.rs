@@ -9,7 +9,7 @@ use udah_core::ah::{
     AhAttr, IB_WC_GRH, IB_WC_WITH_NETWORK_HDR_TYPE, IB_WC_WITH_SMAC, IB_WC_WITH_VLAN, IBV_WC_GRH, IbvWc, KernelWc,
 };
 use udah_core::hal::{ErrorKind, L2Info, PortInfo};
-use udah_core::wire::{Area, Gid, GrhRepr, Ipv4Repr, NetworkType, Stamp};
+use udah_core::wire::{Area, Gid, GrhRepr, Ipv4Repr, NetworkType, SourceAddress, Stamp};
 use udah_core::{GidEntry, GidType, LinkLayer};
 
 /// A port of a device on the fabric.
@@ -73,7 +73,17 @@ pub struct Quirks {
     /// AHs are built in the kernel, which replaces the hop limit of unicast
     /// RoCE destinations with the route's (irdma); `None` keeps the user's.
     pub route_hop_limit: Option<u8>,
+    /// The NIC reports the source and destination GIDs (and the header
+    /// type) in the completion ([`Received::source`], like EFA's
+    /// `efadv_wc_read_sgid`) and does not write the 40-byte area: the
+    /// consumer's buffer keeps [`GID_IN_COMPLETION_FILL`] there.
+    pub gid_in_completion: bool,
 }
+
+/// What the 40-byte area holds on a [`Quirks::gid_in_completion`] NIC (the
+/// area is never written; this pattern is no valid header of any kind, so
+/// a consumer that read it would fail).
+pub const GID_IN_COMPLETION_FILL: u8 = 0xa5;
 
 impl Quirks {
     /// Soft-RoCE (`rdma_rxe`, Linux 6.1, seen on the project's guest): for a
@@ -88,6 +98,22 @@ impl Quirks {
             mlx5_sl_packet_type: false,
             report_network_type: false,
             route_hop_limit: None,
+            gid_in_completion: false,
+        }
+    }
+
+    /// A NIC that gives the source address in the completion and leaves the
+    /// area alone ([`Quirks::gid_in_completion`]), reporting the network
+    /// type to the kernel.
+    pub const fn gid_in_completion() -> Quirks {
+        Quirks {
+            front_fill: FrontFill::Zero,
+            irdma_zero_ipv4_checksum: false,
+            rxe_zero_front: false,
+            mlx5_sl_packet_type: false,
+            report_network_type: true,
+            route_hop_limit: None,
+            gid_in_completion: true,
         }
     }
 }
@@ -306,6 +332,11 @@ pub struct Received {
     pub area: Area,
     /// The payload.
     pub payload: Vec<u8>,
+    /// The addresses, on a NIC that reports them in the completion
+    /// ([`Quirks::gid_in_completion`]); a [`Received`] is the completion the
+    /// responder reads (it implements `Completion`), so the [`MockWc`]
+    /// stays the size of what an area-writing NIC reports.
+    pub source: Option<SourceAddress>,
 }
 
 /// Why a send was refused locally (UD drops on the wire are not errors; they

@@ -56,7 +56,7 @@ pub mod responder;
 pub mod scenario;
 
 pub use fabric::{
-    AsyncEvent, Counters, Fabric, Faults, FrontFill, MockAh, MockWc, PortConfig, PortId, Qpn, Quirks, Received,
-    SLEEP_QUANTUM, SendError,
+    AsyncEvent, Counters, Fabric, Faults, FrontFill, GID_IN_COMPLETION_FILL, MockAh, MockWc, PortConfig, PortId, Qpn,
+    Quirks, Received, SLEEP_QUANTUM, SendError,
 };
 pub use hal::{MockError, MockHal};

@@ -53,6 +53,23 @@ impl Completion for MockWc {
     }
 }
 
+/// A received message is a completion too: [`MockWc`]'s fields, and the
+/// source address a [`Quirks::gid_in_completion`](crate::Quirks) NIC reports.
+impl Completion for Received {
+    #[inline]
+    fn ibv(&self) -> IbvWc {
+        self.wc.ibv()
+    }
+    #[inline]
+    fn kernel(&self) -> KernelWc {
+        self.wc.kernel()
+    }
+    #[inline]
+    fn source(&self) -> Option<udah_core::wire::SourceAddress> {
+        self.source
+    }
+}
+
 /// Why a completion could not be answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -186,7 +203,7 @@ impl Responder {
     /// snapshot if the port's GID generation moved).
     pub fn reply_attr(&mut self, msg: &Received) -> Result<AhAttr, ReplyError> {
         self.pipeline.refresh().map_err(ReplyError::Backend)?;
-        let words = self.pipeline.words(&msg.wc, &msg.area)?;
+        let words = self.pipeline.words(msg, &msg.area)?;
         words.to_attr().map_err(ReplyError::Attr)
     }
 
@@ -194,8 +211,8 @@ impl Responder {
     /// carrying `payload` to the sender's QP.
     pub fn reply(&mut self, msg: &Received, payload: &[u8]) -> Result<AhAttr, ReplyError> {
         self.pipeline.refresh().map_err(ReplyError::Backend)?;
-        let words = self.pipeline.words(&msg.wc, &msg.area)?;
-        let handle = self.pipeline.lookup(&msg.wc, &words)?;
+        let words = self.pipeline.words(msg, &msg.area)?;
+        let handle = self.pipeline.lookup(msg, &words)?;
         let hal = self.pipeline.backend();
         let sent = hal.fabric().post_send(self.qpn, handle.ah(), Qpn(msg.wc.ibv.src_qp), self.qkey, payload);
         // The send is complete once posted on the mock: the reference goes back.
@@ -225,7 +242,7 @@ impl Responder {
                 failed.extend(msgs.drain(..).map(|m| (m, ReplyError::Backend(e))));
                 continue;
             }
-            let n = self.pipeline.resolve_batch(msgs.iter().map(|m| (&m.wc, &m.area)), &mut out);
+            let n = self.pipeline.resolve_batch(msgs.iter().map(|m| (m, &m.area)), &mut out);
             for (m, o) in msgs.drain(..).zip(out.iter_mut()).take(n) {
                 let h = match o.take() {
                     Some(Ok(h)) => h,

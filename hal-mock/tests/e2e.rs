@@ -2,7 +2,10 @@
 //! RoCE v2/IPv6 ports (with and without VLANs, with GID tables that have
 //! holes and duplicates) send UD requests to a responder, which turns each
 //! completion into an AH through udah-core and replies; every reply must
-//! reach the exact sender QP, from the responder's address.
+//! reach the exact sender QP, from the responder's address. The responder
+//! tests run on two devices: one that writes the 40-byte area, and one that
+//! reports the source address in the completion and leaves the area alone
+//! ([`Quirks::gid_in_completion`], EFA's `efadv_wc_read_sgid`).
 
 use udah_core::ah::{AhAttr, FlowLabel, GlobalRoute, PortNum, Sl};
 use udah_core::hal::Hal;
@@ -98,11 +101,16 @@ fn roce_fabric(quirks: Quirks) -> (Fabric, PortId, Vec<(PortId, u8, Gid)>) {
     (f, r, peers)
 }
 
+/// The two devices: the area written (`false`), or the address in the
+/// completion (`true`).
+const DEVICES: [bool; 2] = [false, true];
+
 #[test]
 fn infiniband_with_and_without_grh() {
-    for mode in [Mode::Libibverbs, Mode::Kernel] {
+    for (mode, dev) in [Mode::Libibverbs, Mode::Kernel].into_iter().flat_map(|m| DEVICES.map(|d| (m, d))) {
         let f = Fabric::new(1);
-        let r = f.add_port(PortConfig::ib(1, 0x0002_c903_0011_2233).with_lmc(1));
+        let q = Quirks { gid_in_completion: dev, ..Quirks::default() };
+        let r = f.add_port(PortConfig::ib(1, 0x0002_c903_0011_2233).with_lmc(1).with_quirks(q));
         let rgid = f.gids(r)[0].1.gid;
         let mut resp = Responder::new(&f, r, QKEY, mode).unwrap();
         let mut peers = Vec::new();
@@ -112,19 +120,21 @@ fn infiniband_with_and_without_grh() {
             peers.push(peer(&f, p, 2, Some((0, rgid)), 0x20, 0x12345));
         }
         let failures = exchange(&f, &mut resp, &peers, 3);
-        assert!(failures.is_empty(), "{mode:?}: {failures:?}");
+        assert!(failures.is_empty(), "{mode:?} {dev}: {failures:?}");
         assert_eq!(f.counters().dropped_no_route, 0);
     }
 }
 
 #[test]
 fn roce_v2_ipv4_ipv6_and_v1_all_modes() {
+    let fills = [FrontFill::Zero, FrontFill::Stale, FrontFill::Random];
     for mode in [Mode::Libibverbs, Mode::LibibverbsStamped, Mode::Kernel, Mode::LibibverbsMlx5Sl] {
-        for fill in [FrontFill::Zero, FrontFill::Stale, FrontFill::Random] {
+        for (fill, dev) in fills.into_iter().flat_map(|f| DEVICES.map(|d| (f, d))) {
             let quirks = Quirks {
                 front_fill: fill,
                 report_network_type: true,
-                mlx5_sl_packet_type: mode == Mode::LibibverbsMlx5Sl,
+                mlx5_sl_packet_type: mode == Mode::LibibverbsMlx5Sl && !dev,
+                gid_in_completion: dev,
                 ..Quirks::default()
             };
             let (f, r, ps) = roce_fabric(quirks);
@@ -141,8 +151,8 @@ fn roce_v2_ipv4_ipv6_and_v1_all_modes() {
             // Stale fronts after IPv6 packets look like IPv6 headers; only the
             // libibverbs heuristic can then be fooled, and only through its
             // single-fold checksum; every other mode must answer everything.
-            if mode != Mode::Libibverbs {
-                assert!(failures.is_empty(), "{mode:?} {fill:?}: {failures:?}");
+            if mode != Mode::Libibverbs || dev {
+                assert!(failures.is_empty(), "{mode:?} {fill:?} {dev}: {failures:?}");
             }
             assert_eq!(f.counters().dropped_mac + f.counters().dropped_vlan, 0);
             if fill == FrontFill::Zero {
@@ -243,6 +253,7 @@ fn scenario_with_every_family_answers_every_request() {
         for quirks in [
             Quirks { front_fill: FrontFill::Random, report_network_type: true, ..Quirks::default() },
             Quirks { front_fill: FrontFill::Zero, irdma_zero_ipv4_checksum: true, ..Quirks::default() },
+            Quirks::gid_in_completion(),
         ] {
             let s = Scenario::build(5, &Family::ALL, 48, quirks).unwrap();
             let mut ib = Responder::new(&s.fabric, s.ib_port, s.qkey, mode).unwrap();
@@ -303,4 +314,41 @@ fn pkeys_admit_full_members_only() {
     assert_eq!(m.wc.ibv.pkey_index, 2, "the receiver's P_Key index");
     f.post_send(send_full, ah, recv_limited, QKEY, b"c").unwrap();
     assert_eq!(f.poll(recv_limited).map(|m| m.wc.ibv.pkey_index), Some(1));
+}
+
+/// The completion-borne-address device really leaves the area alone (the
+/// responder reads the address from the completion), and for requests whose
+/// traffic class and flow label are 0 (what the completion does not carry)
+/// both profiles answer with the attribute the area-writing device (zeros in
+/// the undefined IPv4 front) gets. (With a stamp, libibverbs takes an IPv4
+/// request's flow label from the stamp's bytes, SEMANTICS Q3; a completion's
+/// address has none, so its flow label is 0 there.)
+#[test]
+fn the_completion_address_device_gives_the_area_devices_attributes() {
+    let v6: Gid = "2001:db8::1".parse::<core::net::Ipv6Addr>().unwrap().into();
+    let ll = Gid::link_local_from_mac([0x02, 0, 0, 0, 0, 1]);
+    for mode in [Mode::Libibverbs, Mode::Kernel] {
+        let mut attrs: Vec<Vec<AhAttr>> = Vec::new();
+        for dev in DEVICES {
+            let quirks = Quirks { gid_in_completion: dev, report_network_type: true, ..Quirks::default() };
+            let (f, r, ps) = roce_fabric(quirks);
+            let mut resp = Responder::new(&f, r, QKEY, mode).unwrap();
+            let mut got = Vec::new();
+            for (p, _, _) in &ps {
+                for to in [(3, Gid::from_ipv4([10, 0, 0, 1])), (5, v6), (0, ll)] {
+                    let peer = peer(&f, *p, 0, Some(to), 0, 0);
+                    f.post_send(peer.qpn, peer.ah, resp.qpn(), QKEY, b"x").unwrap();
+                    let msg = f.poll(resp.qpn()).expect("the request arrived");
+                    assert_eq!(msg.source.is_some(), dev);
+                    if dev {
+                        assert_eq!(msg.area, [udah_hal_mock::GID_IN_COMPLETION_FILL; 40], "the area is not written");
+                    }
+                    got.push(resp.reply_attr(&msg).unwrap_or_else(|e| panic!("{mode:?} {dev}: {e}")));
+                }
+            }
+            attrs.push(got);
+        }
+        assert_eq!(attrs[0].len(), 12);
+        assert_eq!(attrs[0], attrs[1], "{mode:?}");
+    }
 }

@@ -4,6 +4,12 @@
 # default receive area and once with `--stamp`. A run passes when ping gets
 # N/N replies with 0 wrong (the echo checked byte for byte at the sender's QP)
 # and serve, told to stop after N requests, exits 0 without a panic.
+# The default run polls an extended CQ where rxe has one (serve's default),
+# the --stamp run a plain CQ (`--cq plain`); a third run, `cq-ex`, is
+# `--cq ex --check-libibverbs`: it also needs serve's lines "receive CQ:
+# extended", "check-libibverbs: P+N compared, 0 mismatches" (the real
+# ibv_init_ah_from_wc on the equivalent ibv_wc) and "completion-to-reply
+# latency: host clock (from the poll) p50 ...", which it prints.
 set -uo pipefail
 # shellcheck source=../check-lib.sh
 source "$UDAH_CHECK_LIB"
@@ -52,9 +58,32 @@ one() { # <name> <gid index> <gid> <serve flags...>
     fail "$name" "ping exit $prc: ${summary:-no summary line}"
   elif [[ $SERVE_RC -ne 0 ]]; then
     fail "$name" "ping ok but serve exit $SERVE_RC (124: still running after $N requests)"
+  elif [[ "$name" == *:cq-ex ]] && ! cq_ex_ok; then
+    fail "$name" "$CQ_EX_WHY"
   else
     pass "$name"
   fi
+}
+
+# The extended-CQ run's own lines (see the top); sets CQ_EX_WHY.
+cq_ex_ok() {
+  local cq lat chk
+  cq=$(grep -m1 '^  receive CQ: ' "$SERVE_LOG" || true)
+  lat=$(grep -m1 '^completion-to-reply latency: ' "$SERVE_LOG" || true)
+  chk=$(grep -m1 '^check-libibverbs: ' "$SERVE_LOG" || true)
+  echo "cq-ex: ${cq:-no CQ line}"
+  echo "cq-ex: ${lat:-no latency line}"
+  echo "cq-ex: ${chk:-no check-libibverbs line}"
+  if [[ "$cq" != "  receive CQ: extended"* ]]; then
+    CQ_EX_WHY="serve did not poll an extended CQ: ${cq:-no CQ line}"
+  elif [[ "$chk" != "check-libibverbs: $((P + N)) compared, 0 mismatches;"* ]]; then
+    CQ_EX_WHY="${chk:-no check-libibverbs line}"
+  elif [[ ! "$lat" =~ ^completion-to-reply\ latency:\ host\ clock\ \(from\ the\ poll\)\ p50\ [0-9.]+\ us\ p99 ]]; then
+    CQ_EX_WHY="no completion-to-reply latency: ${lat:-no latency line}"
+  else
+    return 0
+  fi
+  return 1
 }
 
 while read -r idx type netdev gid; do
@@ -65,7 +94,8 @@ while read -r idx type netdev gid; do
   [[ -n "${seen[$fam]:-}" ]] && tag=$fam-$idx
   seen[$fam]=1
   one "serve-ping:$tag:default" "$idx" "$gid"
-  one "serve-ping:$tag:stamp" "$idx" "$gid" --stamp
+  one "serve-ping:$tag:stamp" "$idx" "$gid" --stamp --cq plain
+  one "serve-ping:$tag:cq-ex" "$idx" "$gid" --cq ex --check-libibverbs
 done < <(gid_list)
 
 # Every family the set-up creates must be there (a missing one is a failure,

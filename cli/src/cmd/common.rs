@@ -117,3 +117,14 @@ mod tests {
         assert!(parse_u32("x").is_err());
     }
 }
+
+/// Which receive CQ to poll (`serve --cq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CqKind {
+    /// `ibv_create_cq` and `ibv_poll_cq` into `struct ibv_wc`.
+    Plain,
+    /// `ibv_create_cq_ex` and `ibv_start_poll`/`ibv_next_poll`/`ibv_end_poll`
+    /// with the `ibv_wc_read_*` functions (and completion timestamps where
+    /// the device gives them).
+    Ex,
+}

@@ -21,6 +21,8 @@ pub(crate) mod serve_check;
 #[cfg(feature = "ibverbs")]
 pub(crate) mod serve_events;
 #[cfg(any(feature = "ibverbs", test))]
+pub(crate) mod serve_latency;
+#[cfg(any(feature = "ibverbs", test))]
 pub(crate) mod serve_misses;
 pub(crate) mod table_box;
 #[cfg(feature = "ibverbs")]

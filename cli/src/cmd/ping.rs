@@ -277,7 +277,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         Some(_) => None,
     };
     let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
-    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16, Some(super::verbs_port::CqKind::Plain))?;
     // `validate` refused port 0 already.
     let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
     let info = hal.port_info(port)?;

@@ -30,7 +30,7 @@ use udah_core::{
 use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsAh, VerbsError, WcOpcode, WcStatus, WorkCompletion};
 use udah_hal_mock::responder::{Mode, Responder as MockResponder};
 
-use super::common::{DEFAULT_QKEY_HEX, HalKind, MockLink, parse_u32, stop_on_signals};
+use super::common::{CqKind, DEFAULT_QKEY_HEX, HalKind, MockLink, parse_u32, stop_on_signals};
 #[cfg(feature = "ibverbs")]
 use super::common::{EXIT_DEVICE_LOST, EXIT_QUEUE_FAULT};
 use super::error::UsageError;
@@ -44,10 +44,12 @@ use super::pipeline::{Pipeline, REPLY_BATCH, ReplyError, pipeline_in, release, r
 #[cfg(feature = "ibverbs")]
 use super::serve_check::LibCheck;
 #[cfg(feature = "ibverbs")]
+use super::serve_latency::Latency;
+#[cfg(feature = "ibverbs")]
 use super::table_box::boxed_table;
 use super::table_box::{AH_SLOTS, AHS};
 #[cfg(feature = "ibverbs")]
-use super::verbs_port::{VerbsPort, default_gid_index};
+use super::verbs_port::{RecvCq, Stamped, VerbsPort, default_gid_index};
 
 /// Arguments of `udah serve`.
 #[derive(Debug, clap::Args)]
@@ -131,6 +133,12 @@ pub(crate) struct Args {
     /// refused before any AH is created for them, and counted (ibverbs).
     #[arg(long, value_name = "ADDR/LEN", value_parser = parse_prefix)]
     allow: Vec<(core::net::IpAddr, u8)>,
+    /// Receive CQ: `plain` (`ibv_poll_cq`) or `ex` (`ibv_create_cq_ex` and
+    /// the poll cursor, with completion timestamps where the device gives
+    /// them). Default: `ex` where the device supports it, else `plain`
+    /// (with a line saying so) (ibverbs).
+    #[arg(long, value_enum)]
+    cq: Option<CqKind>,
 }
 
 /// `--ah-slots`: one of [`AH_SLOTS`].
@@ -181,6 +189,12 @@ fn validate(args: &Args) -> Result<(), UsageError> {
             if set {
                 return Err(UsageError::VerbsOnly { flag, mock: "the mock server has one fixed address" });
             }
+        }
+        if args.cq.is_some() {
+            return Err(UsageError::VerbsOnly {
+                flag: "--cq",
+                mock: "the mock fabric has no completion queue to choose",
+            });
         }
         if args.stamp && args.link == MockLink::Ib {
             return Err(UsageError::StampOnIb);
@@ -316,7 +330,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     // Dropped in the reverse order: the pipeline, the QP, then the backend
     // (the borrows make it so), after `shutdown` retired every AH.
     let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
-    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth)?;
+    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth, args.cq)?;
     let mut events = super::serve_events::NetEvents::open(&hal, args.port)?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
     // `validate` refused port 0 already.
@@ -362,6 +376,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         vp.qp.qp_num(),
         args.qkey
     );
+    println!("  {}", vp.cq_line);
     let table_bytes = core::mem::size_of::<udah_core::table::AhTable<IbverbsHal, N>>();
     println!("  AH table: {N} slots, {} KiB", table_bytes / 1024);
     for i in 0..depth as usize {
@@ -392,6 +407,11 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let mut st = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let mut wcs = Vec::new();
+    let mut rx: Vec<Stamped> = Vec::new();
+    let mut latency = match &vp.recv_cq {
+        RecvCq::Ex(c) if c.has_completion_ts() => Latency::new(hal.context().core_clock_khz().unwrap_or(0)),
+        _ => Latency::new(0),
+    };
     let mut group = Vec::new();
     let mut out: Vec<Option<_>> = (0..REPLY_BATCH).map(|_| None).collect();
     let mut fault: Option<(String, u8)> = None;
@@ -428,16 +448,17 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             free.push(i);
         }
-        wcs.clear();
-        vp.recv_cq.poll(&mut wcs)?;
-        events.turn(wcs.is_empty(), &hal, &mut pipeline, |gid| misses.forget(gid));
-        if wcs.is_empty() {
+        rx.clear();
+        vp.recv_cq.poll_stamped(&mut rx)?;
+        events.turn(rx.is_empty(), &hal, &mut pipeline, |gid| misses.forget(gid));
+        if rx.is_empty() {
             std::thread::yield_now();
         }
         // First the group's receives read and reposted, then their AHs
         // through the staged batch (reply_ahs), then the replies.
         group.clear();
-        for wc in core::mem::take(&mut wcs) {
+        for stamped in core::mem::take(&mut rx) {
+            let wc = stamped.wc;
             let i = wc.wr_id as usize;
             if wc.status == WcStatus::WrFlushErr {
                 // The QP is in the error state: every receive comes back
@@ -460,7 +481,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             let (area, payload) = vp.read_recv(i, wc.byte_len)?;
             vp.post_recv(i, stamp)?;
-            let item = (wc, area, payload);
+            let item = (stamped, area, payload);
             // While the port is down only requests to AHs in the table are
             // answered.
             if !events.creating() && !misses.is_hit(&mut pipeline, &item) {
@@ -469,13 +490,13 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             }
             // A destination not yet resolved waits off this loop.
             match misses.admit(&mut pipeline, item) {
-                udah_cli::miss_queue::Admit::Go((wc, area, payload)) => group.push((wc, wc.ibv(), area, payload)),
+                udah_cli::miss_queue::Admit::Go((s, area, payload)) => group.push((s, s.wc.ibv(), area, payload)),
                 udah_cli::miss_queue::Admit::Held => {}
                 udah_cli::miss_queue::Admit::Refused(..) => st.refused += 1,
             }
         }
         misses.completed(&mut ready, &mut st.unresolved);
-        group.extend(ready.drain(..).map(|(wc, area, payload)| (wc, wc.ibv(), area, payload)));
+        group.extend(ready.drain(..).map(|(s, area, payload)| (s, s.wc.ibv(), area, payload)));
         for chunk in group.chunks(REPLY_BATCH) {
             let answered = match reply_ahs(&mut pipeline, chunk.iter().map(|(_, ibv, area, _)| (ibv, area)), &mut out) {
                 Ok(n) => n,
@@ -486,7 +507,8 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
                     continue;
                 }
             };
-            for ((wc, _, area, payload), o) in chunk.iter().zip(out.iter_mut()).take(answered) {
+            for ((stamped, _, area, payload), o) in chunk.iter().zip(out.iter_mut()).take(answered) {
+                let wc = &stamped.wc;
                 if let Some(c) = check.as_mut() {
                     c.check(hal.context(), pipeline.gids(), args.port, wc, area);
                 }
@@ -513,6 +535,8 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
                 match vp.send(s, h.ah(), UdDest { qpn: wc.src_qp, qkey: args.qkey }, payload) {
                     Ok(()) => {
                         st.answered += 1;
+                        let ctx = hal.context();
+                        latency.record(stamped.polled, stamped.device_ts, stamped.wall_ns, || ctx.device_clock());
                         if let Some(slot) = in_flight.get_mut(s) {
                             *slot = Some(h);
                         }
@@ -540,6 +564,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         println!("stopped by a signal");
     }
     print_stats(&st, &pipeline, start.elapsed());
+    println!("{}", latency.line());
     let ec = events.counts();
     println!(
         "network events: {} neighbour MAC change(s), {} AH(s) retired for them, {} link change(s); port: {} error(s), \

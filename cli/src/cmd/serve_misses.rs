@@ -51,9 +51,16 @@ pub(crate) struct Misses<W> {
 }
 
 #[cfg(feature = "ibverbs")]
-impl Misses<WorkCompletion> {
+impl AsIbvWc for super::verbs_port::Stamped {
+    fn ibv(&self) -> IbvWc {
+        self.wc.ibv()
+    }
+}
+
+#[cfg(feature = "ibverbs")]
+impl<W: AsIbvWc> Misses<W> {
     /// Starts the resolver thread on a clone of the backend's context.
-    pub(crate) fn start(hal: &IbverbsHal, per_peer: usize, total: usize) -> Misses<WorkCompletion> {
+    pub(crate) fn start(hal: &IbverbsHal, per_peer: usize, total: usize) -> Misses<W> {
         let ctx = hal.context().clone();
         let resolve = move |attr: &udah_core::ah::AhAttr| match ctx.resolve_eth_l2(attr) {
             Ok(_) => Ok(()),

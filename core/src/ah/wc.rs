@@ -82,6 +82,15 @@ pub trait Completion {
     fn ibv(&self) -> IbvWc;
     /// The kernel view.
     fn kernel(&self) -> KernelWc;
+    /// The source address, for a device that reports it in the completion
+    /// (EFA's `efadv_wc_read_sgid`) instead of writing the 40-byte area:
+    /// the responder then builds the attribute from the area this address
+    /// stands for ([`SourceAddress::to_area`](crate::wire::SourceAddress::to_area))
+    /// and ignores the area it was given. `None` (the default): the area.
+    #[inline(always)]
+    fn source(&self) -> Option<crate::wire::SourceAddress> {
+        None
+    }
 }
 
 /// `(userspace bit, kernel bit)` of the flags both encodings have.

@@ -78,7 +78,7 @@ use crate::gid_table::{GidTable, LinkLayer};
 use crate::hal::{ErrorType, Hal};
 use crate::table::fill;
 use crate::table::{AhCache, AhHandle, CacheAh, CacheError, Hashed, TableError, TableStats, Wait};
-use crate::wire::{Area, Evidence, Gid, NetworkType, Stamp};
+use crate::wire::{Area, Evidence, Gid, NetworkType, SourceAddress, Stamp};
 
 /// Where a responder takes the header type of the 40-byte area from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -295,9 +295,29 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     }
 
     /// The attribute, in its word form, that the responder would answer
-    /// `wc` with (evidence, profile; no admission, no cache).
+    /// `wc` with (evidence, profile; no admission, no cache). A completion
+    /// that carries its source address ([`Completion::source`]) is read
+    /// from the area that address stands for, with its header type as the
+    /// evidence, and `area` is ignored: the one front end every profile
+    /// shares.
     #[inline(always)]
     pub fn words<W: Completion + ?Sized>(&self, wc: &W, area: &Area) -> Result<AttrWords, ProfileError> {
+        match wc.source() {
+            Some(s) => self.words_of_source(wc, &s),
+            None => self.words_of_area(wc, area),
+        }
+    }
+
+    /// [`words`](Self::words) for a completion-borne source address.
+    #[inline(never)]
+    fn words_of_source<W: Completion + ?Sized>(&self, wc: &W, s: &SourceAddress) -> Result<AttrWords, ProfileError> {
+        let c = &self.config;
+        c.profile.words(&self.gids, wc, &s.to_area(), Evidence::NetworkType(s.network), c.route_hop_limit)
+    }
+
+    /// [`words`](Self::words) on the area the profiles read.
+    #[inline(always)]
+    fn words_of_area<W: Completion + ?Sized>(&self, wc: &W, area: &Area) -> Result<AttrWords, ProfileError> {
         let gids = &self.gids;
         match (self.config.profile, self.config.evidence) {
             // The common case, with the evidence a constant: the
@@ -338,7 +358,11 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
     /// it back with [`release`](Self::release).
     #[inline(always)]
     pub fn resolve<W: Completion + ?Sized>(&mut self, wc: &W, area: &Area) -> ResolveResult<C> {
+        // (A completion-borne source address takes the general path, whose
+        // `words` reads the area it stands for; `source` is a constant
+        // `None` for the plain completions.)
         if let Some(port) = self.fast
+            && wc.source().is_none()
             && let Some(words) = libibverbs::words_hot(&self.gids, port, wc.ibv(), area)
         {
             // The common case in one piece: the libibverbs profile's hot
@@ -421,7 +445,9 @@ impl<C: AhCache, const G: usize> Responder<C, G> {
             let mut m = 0usize;
             for st in staged.iter_mut().take(group.len()) {
                 let Some((wc, area)) = it.next() else { break };
-                *st = match libibverbs::words_hot(&self.gids, port, wc.ibv(), area) {
+                let hot =
+                    if wc.source().is_none() { libibverbs::words_hot(&self.gids, port, wc.ibv(), area) } else { None };
+                *st = match hot {
                     Some(w) => Staged::Hot(self.cache.prefetch(w)),
                     None => Staged::General(wc, area),
                 };

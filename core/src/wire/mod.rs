@@ -48,12 +48,14 @@ pub mod gid;
 pub mod grh;
 pub mod ipv4;
 pub mod lrh;
+pub mod source;
 pub mod view;
 
 pub use detect::{Classifier, Detection, Evidence, HeaderVersion, Heuristic, NetworkType, Stamp};
 pub use gid::Gid;
 pub use grh::GrhRepr;
 pub use ipv4::Ipv4Repr;
+pub use source::SourceAddress;
 pub use view::View;
 
 /// The 40-byte receive area ("GRH area") in front of a UD payload.

@@ -94,6 +94,7 @@ pub fn library_available() -> bool {
 mod ah;
 mod context;
 mod cq;
+mod cq_ex;
 mod device;
 mod pd;
 mod qp;
@@ -104,6 +105,11 @@ use context::ContextInner;
 pub use context::{AsyncEvent, Context, DeviceAttr, GidRecord, PortAttr};
 use cq::CqInner;
 pub use cq::{Cq, WorkCompletion};
+pub use cq_ex::{
+    CqEx, CqExCreated, ExCompletion, ExPoll, WC_EX_TRIES, WC_EX_UD_FIELDS, WC_EX_WITH_BYTE_LEN,
+    WC_EX_WITH_COMPLETION_TIMESTAMP, WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, WC_EX_WITH_DLID_PATH_BITS,
+    WC_EX_WITH_QP_NUM, WC_EX_WITH_SL, WC_EX_WITH_SLID, WC_EX_WITH_SRC_QP,
+};
 pub use device::{Device, DeviceList};
 use pd::PdInner;
 pub use pd::{Mr, Pd};

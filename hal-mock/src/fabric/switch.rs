@@ -113,6 +113,8 @@ pub(super) fn route(
     // Bytes the NIC does not write: the consumer's stamp, or what the buffer held.
     area[..20].copy_from_slice(&p.stamp.unwrap_or(p.last_front));
     let paylen = (payload.len() + 12 + 4) as u16; // BTH + DETH + ICRC
+    // The addresses of a packet with a GRH, for a NIC that reports them.
+    let mut source = None;
 
     if p.src_ll != LinkLayer::Ethernet {
         // InfiniBand: switched by DLID.
@@ -136,6 +138,7 @@ pub(super) fn route(
                 dgid: g.dgid,
             }
             .emit(&mut area);
+            source = Some(SourceAddress { sgid: sgid.gid, dgid: g.dgid, network: NetworkType::Ib });
             wc.ibv.wc_flags |= IBV_WC_GRH;
             wc.kernel_flags |= IB_WC_GRH;
         }
@@ -208,6 +211,7 @@ pub(super) fn route(
             }
             .emit(&mut area);
         }
+        source = Some(SourceAddress { sgid: sgid.gid, dgid: g.dgid, network: net });
         wc.smac = p.src_mac;
         wc.ibv.wc_flags |= IBV_WC_GRH;
         wc.kernel_flags |= IB_WC_GRH | IB_WC_WITH_SMAC;
@@ -230,8 +234,14 @@ pub(super) fn route(
             wc.network_hdr_type = net as u8;
         }
     }
+    if p.quirks.gid_in_completion && wc.ibv.wc_flags & IBV_WC_GRH != 0 {
+        // The addresses go in the completion; the area is not written.
+        area = [GID_IN_COMPLETION_FILL; 40];
+    } else {
+        source = None;
+    }
     let q = s.qp_mut(remote_qpn).ok_or(Drop::NoRoute)?;
     q.last_front.copy_from_slice(&area[..20]);
-    q.rq.push_back(Received { wc, area, payload: payload.to_vec() });
+    q.rq.push_back(Received { wc, area, payload: payload.to_vec(), source });
     Ok(())
 }
