@@ -2,8 +2,9 @@
 # Builds libudah and libudah-preload with cargo alone and installs them:
 #   capi/install.sh --prefix DIR
 # DIR/lib: libudah.so.0.1.0, libudah.so.0 and libudah.so (symlinks),
-# libudah.a, libudah-preload.so; DIR/lib/pkgconfig/udah.pc (from udah.pc.in);
-# DIR/include/udah.h.
+# libudah.a, libudah-preload.so (its soname: no symlinks);
+# DIR/lib/pkgconfig/udah.pc (from udah.pc.in); DIR/include/udah.h and
+# DIR/include/udah-preload.h (udah_preload_stats).
 set -euo pipefail
 prefix=
 while [ $# -gt 0 ]; do
@@ -27,5 +28,6 @@ ln -sf libudah.so.0 "$prefix/lib/libudah.so"
 install -m 0644 "$target/libudah.a" "$prefix/lib/libudah.a"
 install -m 0755 "$target/libudah_preload.so" "$prefix/lib/libudah-preload.so"
 install -m 0644 include/udah.h "$prefix/include/udah.h"
+install -m 0644 include/udah-preload.h "$prefix/include/udah-preload.h"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" capi/udah.pc.in >"$prefix/lib/pkgconfig/udah.pc"
 echo "installed libudah $version into $prefix"

@@ -32,7 +32,7 @@ fn build(dir: &Path) -> [PathBuf; 2] {
     let shared = dir.join("vectors-shared");
     let stat = dir.join("vectors-static");
     run(Command::new("gcc")
-        .args(CFLAGS)
+        .args(cflags())
         .arg("-I")
         .arg(&inc)
         .arg("-I")
@@ -44,7 +44,7 @@ fn build(dir: &Path) -> [PathBuf; 2] {
         .args(["-ludah", "-libverbs", "-o"])
         .arg(&shared));
     run(Command::new("gcc")
-        .args(CFLAGS)
+        .args(cflags())
         .arg("-I")
         .arg(&inc)
         .arg("-I")
@@ -110,7 +110,7 @@ fn c_example_builds_and_runs() {
     let lib = c_libraries();
     let bin = dir.join("udah-example");
     run(Command::new("gcc")
-        .args(CFLAGS)
+        .args(cflags())
         .arg("-I")
         .arg(repo().join("include"))
         .arg(repo().join("examples/udah_example.c"))

@@ -203,3 +203,21 @@ pub(crate) fn run(cmd: &mut Command) -> std::process::Output {
 
 /// gcc flags shared by every C build.
 pub(crate) const CFLAGS: &[&str] = &["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"];
+
+/// An `LD_PRELOAD` value for a C program the tests run: `libs`, after the
+/// words of `UDAH_TEST_LD_PRELOAD` (capi/check-sanitizers.sh puts the
+/// sanitizer runtime there: it must be initialised before the preload's
+/// constructor runs).
+pub(crate) fn ld_preload(libs: &[&Path]) -> String {
+    let first = std::env::var("UDAH_TEST_LD_PRELOAD").unwrap_or_default();
+    let rest = libs.iter().map(|p| p.display().to_string());
+    first.split_whitespace().map(str::to_owned).chain(rest).collect::<Vec<_>>().join(" ")
+}
+
+/// [`CFLAGS`] and the words of `UDAH_TEST_CFLAGS` (capi/check-sanitizers.sh
+/// passes `-fsanitize=...` there), for the C programs the tests build and
+/// run.
+pub(crate) fn cflags() -> Vec<String> {
+    let extra = std::env::var("UDAH_TEST_CFLAGS").unwrap_or_default();
+    CFLAGS.iter().map(|s| (*s).to_owned()).chain(extra.split_whitespace().map(str::to_owned)).collect()
+}
