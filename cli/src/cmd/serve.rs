@@ -299,15 +299,15 @@ struct Stats {
     /// Requests to destinations without an AH refused while the port was
     /// down.
     refused_port_down: u64,
-    /// Service time (receive poll to replies posted) of the polls that
-    /// created no AH, and the requests they answered.
+    /// Service time (completions polled to replies posted) of the polls
+    /// that created no AH, and the requests they answered.
     hit_service: Service,
     /// The same for the polls that created one or more.
     create_service: Service,
 }
 
-/// Time spent serving, from a non-empty receive poll to the last reply
-/// posted, and the requests answered in it.
+/// Time spent serving, from the receive completions polled (and the
+/// events turned) to the last reply posted, and the requests answered in it.
 #[cfg(feature = "ibverbs")]
 #[derive(Debug, Default, Clone, Copy)]
 struct Service {
@@ -451,13 +451,13 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             free.push(i);
         }
         wcs.clear();
-        let (polled, answered_before) = (Instant::now(), st.answered);
-        let creates_before = pipeline.cache().table().stats().creates;
         vp.recv_cq.poll(&mut wcs)?;
         events.turn(wcs.is_empty(), &hal, &mut pipeline, |gid| misses.forget(gid));
         if wcs.is_empty() {
             std::thread::yield_now();
         }
+        let (polled, answered_before) = (Instant::now(), st.answered);
+        let creates_before = pipeline.cache().table().stats().creates;
         // First the group's receives read and reposted, then their AHs
         // through the staged batch (reply_ahs), then the replies.
         group.clear();
@@ -589,7 +589,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     );
     println!("{}", misses.line(st.refused, st.unresolved));
     println!(
-        "service (receive poll to replies posted): polls without an AH create: {}; with creates: {}",
+        "service (completions polled to replies posted): polls without an AH create: {}; with creates: {}",
         st.hit_service, st.create_service
     );
     if !args.allow.is_empty() {
