@@ -104,7 +104,7 @@ const SMALL: usize = 256 << 10;
 /// the table is boxed.
 ///
 /// Its memory is asked for in transparent huge pages before it is written
-/// ([`huge_pages`]): a table past the caches is read at random, and with
+/// (`madvise(MADV_HUGEPAGE)`): a table past the caches is read at random, and with
 /// 4 KiB pages nearly every look-up also misses the TLB.
 pub fn boxed_table<H: 'static, const N: usize>(seed: u64) -> Result<Box<AhTable<H, N>>, TableBoxError>
 where
