@@ -362,7 +362,7 @@ fn icount_report() -> Vec<(usize, Popularity, [f64; 4])> {
 /// benches/RESULTS.md.
 ///
 /// The batch costs more instructions than the single row at 10⁵ peers: on a
-/// table of more than 32 MiB a batch stages its completions and prefetches
+/// table of more than 8 MiB a batch stages its completions and prefetches
 /// their slots (`Responder::resolve_batch`), about 65 instructions per
 /// completion that buy a third to two thirds of the unstaged batch's time at
 /// 10⁵-10⁶ peers (`UDAH_AH_SCALE_AB=1`).

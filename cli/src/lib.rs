@@ -4,4 +4,5 @@
 pub mod alloc_count;
 pub mod capture;
 pub mod miss_queue;
+pub mod raw_roce;
 pub mod vectors;

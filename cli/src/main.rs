@@ -37,6 +37,9 @@ enum Command {
     Serve(cmd::serve::Args),
     /// The client of `udah serve`: UD requests and round-trip times.
     Ping(cmd::ping::Args),
+    /// RoCE v2 UD requests from many source addresses, as raw Ethernet frames (for `serve` at scale).
+    #[cfg(target_os = "linux")]
+    RawSend(cmd::raw_send::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,5 +54,7 @@ fn main() -> ExitCode {
         Command::Devices(_) => cmd::no_verbs_backend("devices"),
         Command::Serve(args) => cmd::serve::run(&args),
         Command::Ping(args) => cmd::ping::run(&args),
+        #[cfg(target_os = "linux")]
+        Command::RawSend(args) => cmd::raw_send::run(&args),
     }
 }

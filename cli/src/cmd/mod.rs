@@ -14,6 +14,8 @@ pub(crate) mod ping;
 pub(crate) mod pingpong;
 #[cfg(any(feature = "ibverbs", test))]
 pub(crate) mod pipeline;
+#[cfg(target_os = "linux")]
+pub(crate) mod raw_send;
 pub(crate) mod replay;
 pub(crate) mod serve;
 #[cfg(feature = "ibverbs")]

@@ -313,6 +313,28 @@ struct Stats {
     /// Requests to destinations without an AH refused while the port was
     /// down.
     refused_port_down: u64,
+    /// Service time (completions polled to replies posted) of the polls
+    /// that created no AH, and the requests they answered.
+    hit_service: Service,
+    /// The same for the polls that created one or more.
+    create_service: Service,
+}
+
+/// Time spent serving, from the receive completions polled (and the
+/// events turned) to the last reply posted, and the requests answered in it.
+#[cfg(feature = "ibverbs")]
+#[derive(Debug, Default, Clone, Copy)]
+struct Service {
+    nanos: u128,
+    answered: u64,
+}
+
+#[cfg(feature = "ibverbs")]
+impl core::fmt::Display for Service {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let per = if self.answered == 0 { 0.0 } else { self.nanos as f64 / self.answered as f64 };
+        write!(f, "{} answered, {:.0} ns/request", self.answered, per)
+    }
 }
 
 /// `serve --hal ibverbs` with an AH table of `--ah-slots` slots.
@@ -454,6 +476,8 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         if rx.is_empty() {
             std::thread::yield_now();
         }
+        let (polled, answered_before) = (Instant::now(), st.answered);
+        let creates_before = pipeline.cache().table().stats().creates;
         // First the group's receives read and reposted, then their AHs
         // through the staged batch (reply_ahs), then the replies.
         group.clear();
@@ -550,6 +574,16 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
                 }
             }
         }
+        if st.answered != answered_before {
+            let took = Service { nanos: polled.elapsed().as_nanos(), answered: st.answered - answered_before };
+            let acc = if pipeline.cache().table().stats().creates == creates_before {
+                &mut st.hit_service
+            } else {
+                &mut st.create_service
+            };
+            acc.nanos += took.nanos;
+            acc.answered += took.answered;
+        }
         if fault.is_some() {
             break;
         }
@@ -579,6 +613,10 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         ec.local_changes
     );
     println!("{}", misses.line(st.refused, st.unresolved));
+    println!(
+        "service (completions polled to replies posted): polls without an AH create: {}; with creates: {}",
+        st.hit_service, st.create_service
+    );
     if !args.allow.is_empty() {
         let r = pipeline.refused();
         println!(

@@ -480,13 +480,18 @@ enum Verdict {
 }
 
 /// Tables of more bytes of slots than this are
-/// [prefetched](AhTable::prefetch) by a batch: 32 MiB, a last-level cache
-/// (one CCX's L3 on AMD EPYC, a whole socket's on many Intel parts). A
-/// smaller table's slots stay in the caches under a steady load, and the
-/// staging only costs instructions: at 10⁴ peers (8 MiB) it took 1.0-1.3x
-/// the plain batch's time, at 10⁵-10⁶ peers (64 MiB) 0.35-0.78x
-/// (benches/RESULTS.md). [`Prefetch`] overrides it for one cache.
-pub const PREFETCH_BYTES: usize = 1 << 25;
+/// [prefetched](AhTable::prefetch) by a batch: 8 MiB, a quarter of a
+/// last-level cache (one CCX's L3 on AMD EPYC, a whole socket's on many
+/// Intel parts), which a responder shares with its receive buffers and
+/// everything else it reads. A smaller table's slots stay in the caches
+/// under a steady load, and the staging only costs instructions: at 10⁴
+/// peers (8 MiB) it took 1.0-1.3x the plain batch's time, at 10⁵-10⁶ peers
+/// (64 MiB) 0.35-0.78x (benches/RESULTS.md). A 16 MiB table is past it:
+/// `udah demo --peers 100000` (2¹⁸ slots, beside 60 MiB of completions read
+/// in arrival order, on a 32 MiB L3) took 41-45 ns per completion (p50)
+/// staged against 73-94 unstaged, which the threshold of 32 MiB gave it.
+/// [`Prefetch`] overrides it for one cache.
+pub const PREFETCH_BYTES: usize = 1 << 23;
 
 /// The AH table: `N` slots (a power of two, 1 ..= 2²⁴) of AHs created by the
 /// backend `H`, deduplicated by [`AhAttr`]. `const`-constructible, so it can
