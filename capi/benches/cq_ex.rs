@@ -21,7 +21,6 @@
 use core::hint::black_box;
 use std::process::Command;
 
-use udah::cq_ex::ibv_cq_ex;
 use udah::ffi::{ibv_ah_attr, ibv_gid, ibv_gid_entry, ibv_grh, ibv_wc};
 use udah::udah_responder;
 use udah_benches::callgrind::inclusive_ir;
@@ -33,33 +32,9 @@ const K2: u64 = 18_000;
 /// 91.0 measured with rustc 1.95).
 const GATE_EXTRA: f64 = 100.0;
 
-/// A software CQ: the `ibv_cq_ex`, then the completion its readers return.
-#[repr(C)]
-struct SoftCq {
-    ex: ibv_cq_ex,
-    cur: ibv_wc,
-}
-
-fn cur(cq: *mut ibv_cq_ex) -> &'static ibv_wc {
-    // SAFETY: these readers are only set on the `ex` of a live `SoftCq`
-    // (its first field, repr(C)), alive during the call.
-    unsafe { &(*cq.cast::<SoftCq>()).cur }
-}
-unsafe extern "C" fn flags(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).wc_flags
-}
-unsafe extern "C" fn slid(cq: *mut ibv_cq_ex) -> u32 {
-    u32::from(cur(cq).slid)
-}
-unsafe extern "C" fn sl(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).sl
-}
-unsafe extern "C" fn dlid_path_bits(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).dlid_path_bits
-}
-unsafe extern "C" fn src_qp(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).src_qp
-}
+#[path = "../tests/common/soft_cq.rs"]
+mod soft_cq;
+use soft_cq::{SoftCq, soft};
 
 struct Case {
     cq: Box<SoftCq>,
@@ -112,13 +87,7 @@ fn cases() -> Vec<Case> {
             // SAFETY: integers only; all-zero is valid.
             let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
             (wc.wc_flags, wc.src_qp, wc.sl) = (1, 0x100 + u32::from(i), 0);
-            let mut ex = ibv_cq_ex::zeroed();
-            ex.read_wc_flags = Some(flags);
-            ex.read_slid = Some(slid);
-            ex.read_sl = Some(sl);
-            ex.read_dlid_path_bits = Some(dlid_path_bits);
-            ex.read_src_qp = Some(src_qp);
-            Case { cq: Box::new(SoftCq { ex, cur: wc }), wc, grh: ibv_grh { bytes: area } }
+            Case { cq: soft(wc), wc, grh: ibv_grh { bytes: area } }
         })
         .collect()
 }

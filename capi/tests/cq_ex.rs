@@ -5,47 +5,11 @@
 
 use core::ffi::CStr;
 
-use udah::cq_ex::ibv_cq_ex;
 use udah::ffi::{ibv_ah_attr, ibv_gid, ibv_gid_entry, ibv_grh, ibv_wc};
 
-/// A software CQ: the `ibv_cq_ex` first, then the completion its readers
-/// return.
-#[repr(C)]
-struct SoftCq {
-    ex: ibv_cq_ex,
-    cur: ibv_wc,
-}
-
-fn cur(cq: *mut ibv_cq_ex) -> ibv_wc {
-    // SAFETY: every CQ these readers are set on is the `ex` of a `SoftCq`
-    // (first field of a repr(C) struct), alive during the call.
-    unsafe { (*cq.cast::<SoftCq>()).cur }
-}
-unsafe extern "C" fn flags(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).wc_flags
-}
-unsafe extern "C" fn slid(cq: *mut ibv_cq_ex) -> u32 {
-    u32::from(cur(cq).slid)
-}
-unsafe extern "C" fn sl(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).sl
-}
-unsafe extern "C" fn dlid_path_bits(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).dlid_path_bits
-}
-unsafe extern "C" fn src_qp(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).src_qp
-}
-
-fn soft(wc: ibv_wc) -> Box<SoftCq> {
-    let mut ex = ibv_cq_ex::zeroed();
-    ex.read_wc_flags = Some(flags);
-    ex.read_slid = Some(slid);
-    ex.read_sl = Some(sl);
-    ex.read_dlid_path_bits = Some(dlid_path_bits);
-    ex.read_src_qp = Some(src_qp);
-    Box::new(SoftCq { ex, cur: wc })
-}
+#[path = "common/soft_cq.rs"]
+mod soft_cq;
+use soft_cq::{sl, soft};
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
