@@ -98,8 +98,18 @@ impl<H, const N: usize> AhTable<H, N> {
     /// only cost instructions).
     pub const PREFETCH: bool = N.saturating_mul(core::mem::size_of::<Slot>()) > PREFETCH_BYTES;
 
+    /// From this many entries on (a quarter of the slots),
+    /// [`prefetch`](Self::prefetch) loads the first [`NEAR_SLOTS`](Self::NEAR_SLOTS)
+    /// slots of a key's first window, not only its first slot.
+    const NEAR_PREFETCH: u64 = (N / 4) as u64;
+
+    /// Slots [`prefetch`](Self::prefetch) loads from a key's first slot on
+    /// from [`NEAR_PREFETCH`](Self::NEAR_PREFETCH) entries (not beyond the
+    /// window).
+    const NEAR_SLOTS: usize = if Self::WINDOW < 2 { Self::WINDOW } else { 2 };
+
     /// From this many entries on (half the slots), [`prefetch`](Self::prefetch)
-    /// starts loading both of a key's windows, not only its first slot.
+    /// loads both of a key's windows.
     const DEEP_PREFETCH: u64 = (N / 2) as u64;
 
     /// `words` hashed for this table ([`Hashed`]), and the slots its
@@ -108,10 +118,16 @@ impl<H, const N: usize> AhTable<H, N> {
     /// on the table side by side instead of one after the other. Changes
     /// nothing that any thread reads.
     ///
-    /// Which slots depends on how full the table is. Below half full, a
-    /// key is nearly always in the first slot of its first window (95 % at
-    /// a tenth full, 76 % at half full: `position_histogram` in the table's
-    /// tests), and only that slot is loaded. From half full on, every slot
+    /// Which slots depends on how full the table is. Below a quarter full,
+    /// a key is nearly always in the first slot of its first window (95 % at
+    /// a tenth full, 88 % at a quarter: `position_histogram` in the table's
+    /// tests), and only that slot is loaded. From a quarter to half full,
+    /// the first two slots are: at 48 % full 76 % of the keys are in the
+    /// first slot and 14 % in the second, and loading the first slot only
+    /// left one look-up in four to wait for its second slot (`udah demo
+    /// --peers 1000000`, 10⁶ peers in 2²¹ slots: 15.5-16.6 against
+    /// 12.0-14.1 M completions/s, p50 55-57 against 63-76 ns, three
+    /// interleaved pairs; benches/RESULTS.md). From half full on, every slot
     /// of both windows is: at 95 % full only half the keys are in the first
     /// slot and a fifth are in the second window, behind eight slots of the
     /// first (a look-up reads 3.3 slots on average), and loading just the
@@ -132,11 +148,14 @@ impl<H, const N: usize> AhTable<H, N> {
         let k = Key(words.words().raw());
         let hash = self.hash(&k);
         let home = home_of(hash, Self::MASK);
-        if self.counters.entries.load(Ordering::Relaxed) >= Self::DEEP_PREFETCH {
+        let entries = self.counters.entries.load(Ordering::Relaxed);
+        if entries >= Self::DEEP_PREFETCH {
             self.prefetch_window(home);
             if Self::TWO {
                 self.prefetch_window(alt_of(hash, Self::MASK));
             }
+        } else if entries >= Self::NEAR_PREFETCH {
+            self.prefetch_slots(home, Self::NEAR_SLOTS);
         } else if let Some(slot) = self.slots.get(home) {
             prefetch::slot(slot);
         }
@@ -146,10 +165,17 @@ impl<H, const N: usize> AhTable<H, N> {
     /// Prefetch hints for the window that starts at `start`.
     #[inline(always)]
     pub(super) fn prefetch_window(&self, start: usize) {
-        match self.slots.get(start..start.wrapping_add(Self::WINDOW)) {
+        self.prefetch_slots(start, Self::WINDOW);
+    }
+
+    /// Prefetch hints for the first `n` (at most [`WINDOW`](Self::WINDOW))
+    /// slots of the window that starts at `start`.
+    #[inline(always)]
+    fn prefetch_slots(&self, start: usize, n: usize) {
+        match self.slots.get(start..start.wrapping_add(n)) {
             Some(window) => window.iter().for_each(prefetch::slot),
             // The window wraps around the end of the table.
-            None => Self::window_slots(start, start).take(Self::WINDOW).for_each(|i| {
+            None => Self::window_slots(start, start).take(n).for_each(|i| {
                 if let Some(slot) = self.slots.get(i) {
                     prefetch::slot(slot);
                 }
