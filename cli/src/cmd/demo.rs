@@ -25,12 +25,11 @@ use udah_cli::alloc_count::thread_allocations;
 
 use super::table_box::boxed_table;
 
-/// The AH-table capacities the demo is built for (those of
-/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS) from 2¹² up): the run takes the
-/// smallest that keeps the peers at no more than three quarters of it
-/// ([`table_slots`]). The table is bucketized cuckoo and stays ≥ 90 % full
-/// before its first eviction, so the headroom means no eviction at all.
-const TABLE_CAPACITIES: &[usize] = udah_core::heap::AH_SLOTS.split_at(1).1;
+/// The smallest AH-table capacity the demo takes ([`table_slots`]).
+const MIN_TABLE_SLOTS: usize = 1 << 12;
+/// The largest AH-table capacity (the largest of
+/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS)).
+pub(crate) const MAX_TABLE_SLOTS: usize = udah_core::heap::AH_SLOTS[udah_core::heap::AH_SLOTS.len() - 1];
 /// GID-snapshot capacity.
 const GID_SLOTS: usize = 256;
 
@@ -103,8 +102,9 @@ pub(crate) enum QuirksArg {
 /// Arguments of `udah demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Number of peers (1 to 1,000,000; the AH table is sized for them:
-    /// 2¹² slots up to 3,072 peers, then 2¹⁴, 2¹⁶, 2¹⁸, 2²⁰ and 2²¹).
+    /// Number of peers (1 to 1,000,000; the AH table is sized for them to
+    /// fill at most half of it: 2¹² slots up to 2,048 peers, then 2¹⁴,
+    /// 2¹⁶, 2¹⁸, 2²⁰ and 2²¹).
     #[arg(long, default_value_t = 64)]
     pub(crate) peers: usize,
     /// Completions to resolve on the measured hot path (1 to 1,000,000,000).
@@ -525,10 +525,20 @@ pub(crate) fn run(args: &Args) -> ExitCode {
 pub(crate) const MAX_PEERS: usize = 1_000_000;
 
 /// The AH-table capacity for `peers` peers: the smallest of
-/// [`TABLE_CAPACITIES`] they fill to at most three quarters.
+/// [`AH_SLOTS`](udah_core::heap::AH_SLOTS), from [`MIN_TABLE_SLOTS`] up,
+/// that they fill to at most half.
+///
+/// The table stays ≥ 90 % full before its first eviction, so any of these
+/// never evicts; half full is for speed. Below half, three look-ups in
+/// four find their key in its first slot and a look-up reads 1.45 slots
+/// (2.04 at 71 % full: `position_histogram` in udah-core's table tests).
+/// At 10⁴ peers, 2¹⁶ slots instead of 2¹⁴ (15 % full instead of 61 %,
+/// 3 MiB more) gave 26.4–31.5 against 22.8–27.5 M completions/s on one
+/// thread and 33.1–48.4 against 27.9–37.5 on two, where the other
+/// worker's peers' slots, read on the way to one's own, bounce between
+/// the cores (three interleaved pairs, benches/RESULTS.md).
 pub(crate) fn table_slots(peers: usize) -> usize {
-    let fits = |n: &usize| peers.saturating_mul(4) <= n * 3;
-    TABLE_CAPACITIES.iter().copied().find(fits).unwrap_or(TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1])
+    udah_core::heap::ah_slots_at_least(peers.saturating_mul(2).max(MIN_TABLE_SLOTS)).unwrap_or(MAX_TABLE_SLOTS)
 }
 
 /// The AH table's hash seed for `--seed`: SplitMix64 of it, so that a run

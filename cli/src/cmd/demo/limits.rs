@@ -147,8 +147,7 @@ pub(crate) fn validate(args: &Args) -> Result<(), DemoError> {
     let range = |flag: &'static str, value: u64, max: u64, bound: Bound| {
         if value == 0 || value > max { Err(DemoError::OutOfRange { flag, value, max, bound }) } else { Ok(()) }
     };
-    let largest = TABLE_CAPACITIES[TABLE_CAPACITIES.len() - 1];
-    range("peers", args.peers as u64, MAX_PEERS as u64, Bound::TableSlots(largest))?;
+    range("peers", args.peers as u64, MAX_PEERS as u64, Bound::TableSlots(MAX_TABLE_SLOTS))?;
     range("messages", args.messages, MAX_MESSAGES, Bound::Timings(BATCH))?;
     range("threads", args.threads as u64, MAX_THREADS as u64, Bound::Plain)?;
     range("rounds", args.rounds as u64, MAX_ROUNDS as u64, Bound::Plain)?;

@@ -13,6 +13,18 @@ fn the_default_create_latency_keeps_the_creates_within_their_budget() {
 }
 
 #[test]
+fn the_table_is_at_most_half_full() {
+    for (peers, slots) in
+        [(1, 1 << 12), (2_048, 1 << 12), (2_049, 1 << 14), (10_000, 1 << 16), (100_000, 1 << 18), (1_000_000, 1 << 21)]
+    {
+        assert_eq!(table_slots(peers), slots, "{peers}");
+    }
+    for peers in [1, 64, 1_000, 8_193, 500_000, MAX_PEERS] {
+        assert!(peers * 2 <= table_slots(peers), "{peers}");
+    }
+}
+
+#[test]
 fn a_completion_of_the_corpus_is_76_bytes() {
     assert_eq!(core::mem::size_of::<Completion>(), 76);
 }
