@@ -114,9 +114,9 @@ fn the_summary_prints_capacity_load_factor_evictions_and_memory() {
         text.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("no {label:?} in {text}"))
     };
     assert!(row("AH table: creates / evictions / live").ends_with("100 / 0 / 100"), "{text}");
-    // 100 of 4096 slots, 64 B each.
+    // 100 of 16384 slots, 64 B each.
     let r = row("AH table: capacity / load factor / memory");
-    assert!(r.contains("4096 slots / 0.0244 (100 entries) / 0.3 MiB"), "{r}");
+    assert!(r.contains("16384 slots / 0.0061 (100 entries) / 1.0 MiB"), "{r}");
     assert!(row("AH table: hash seed").contains("0x"), "{text}");
 }
 

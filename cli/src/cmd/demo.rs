@@ -25,8 +25,14 @@ use udah_cli::alloc_count::thread_allocations;
 
 use super::table_box::boxed_table;
 
-/// The smallest AH-table capacity the demo takes ([`table_slots`]).
-const MIN_TABLE_SLOTS: usize = 1 << 12;
+/// The smallest AH-table capacity the demo takes ([`table_slots`]): 1 MiB
+/// of slots, so that the peers of two workers seldom have slots side by
+/// side (a core that reads a slot, or the line next to its own that the
+/// hardware prefetches, takes it from the other core when that worker's
+/// peer holds it). At 10³ peers on two threads, 2¹⁴ slots (6 % full) gave
+/// 1.87–2.0× the one-thread rate, 2¹² slots (24 % full) 1.35–1.47×
+/// (benches/RESULTS.md).
+const MIN_TABLE_SLOTS: usize = 1 << 14;
 /// The largest AH-table capacity (the largest of
 /// [`AH_SLOTS`](udah_core::heap::AH_SLOTS)).
 pub(crate) const MAX_TABLE_SLOTS: usize = udah_core::heap::AH_SLOTS[udah_core::heap::AH_SLOTS.len() - 1];
@@ -103,8 +109,8 @@ pub(crate) enum QuirksArg {
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Number of peers (1 to 1,000,000; the AH table is sized for them to
-    /// fill at most half of it: 2¹² slots up to 2,048 peers, then 2¹⁴,
-    /// 2¹⁶, 2¹⁸, 2²⁰ and 2²¹).
+    /// fill at most half of it: 2¹⁴ slots up to 8,192 peers, then 2¹⁶,
+    /// 2¹⁸, 2²⁰ and 2²¹).
     #[arg(long, default_value_t = 64)]
     pub(crate) peers: usize,
     /// Completions to resolve on the measured hot path (1 to 1,000,000,000).

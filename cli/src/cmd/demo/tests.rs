@@ -15,7 +15,7 @@ fn the_default_create_latency_keeps_the_creates_within_their_budget() {
 #[test]
 fn the_table_is_at_most_half_full() {
     for (peers, slots) in
-        [(1, 1 << 12), (2_048, 1 << 12), (2_049, 1 << 14), (10_000, 1 << 16), (100_000, 1 << 18), (1_000_000, 1 << 21)]
+        [(1, 1 << 14), (8_192, 1 << 14), (8_193, 1 << 16), (10_000, 1 << 16), (100_000, 1 << 18), (1_000_000, 1 << 21)]
     {
         assert_eq!(table_slots(peers), slots, "{peers}");
     }
