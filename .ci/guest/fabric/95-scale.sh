@@ -1,12 +1,14 @@
 #!/bin/bash
-# serve at scale: host b writes RoCE v2 UD SENDs from 64, then 10^4, source
-# addresses (`udah raw-send`: raw Ethernet frames with a valid ICRC, far more
+# serve at scale: host b writes RoCE v2 UD SENDs from 64, then 10^4, then 64
+# again (the control: what the emulator's noise alone makes of the same
+# run), source addresses (`udah raw-send`: raw Ethernet frames with a valid ICRC, far more
 # senders than rxe's GID table could hold) to `udah serve` on host a, which
 # reaches them back through a route via b. Each run: one slow round from every source (the AH creates), then
 # the same number of requests in both runs. serve reports its service time
 # per request, for polls that created an AH and for those that did not
-# (printed as `scale: N sources: ...`, not judged: the emulator's timing is
-# too noisy for a gate).
+# (printed as `scale: N sources: ...`, then the ratios 10^4 / 64 and 64 / 64
+# against the first 64-source run; not judged: the emulator's timing is too
+# noisy for a gate).
 #   a: scale:<N>:serve    serve stops on SIGTERM with no failure but replies
 #                         dropped while every send slot was busy (UD, under
 #                         the flood; counted and shown), at least one request
@@ -22,15 +24,18 @@ TOTAL=${UDAH_SCALE_REQUESTS:-20000}
 PPS=${UDAH_SCALE_PPS:-1000}
 WARM_PPS=${UDAH_SCALE_WARM_PPS:-60}
 BASE=10.77
-RUNS=(64 10000)
+RUNS=(64 10000 64)
+# Per run: service ns per request in polls without a create (host a).
+SERVICE=()
 
-serve_side() { # <N>
-  local n=$1 name="scale:$1:serve"
+serve_side() { # <run> <N>
+  local r=$1 n=$2 name="scale:$2:serve"
+  (( r > 1 )) && name+=":again"
   if ! start_serve -g "$(own_gid ipv4 | cut -d' ' -f1)" -n 0 --stats-interval 0 --depth 512 --ah-slots 16384; then
-    fail "$name" "serve did not start"; sync_put "sc.$n.qpn" none; return
+    fail "$name" "serve did not start"; sync_put "sc.$r.qpn" none; return
   fi
-  sync_put "sc.$n.qpn" "$SERVE_QPN"
-  sync_get "sc.$n.sent" 900 >/dev/null
+  sync_put "sc.$r.qpn" "$SERVE_QPN"
+  sync_get "sc.$r.sent" 900 >/dev/null
   sleep 2
   kill -TERM "$SERVE_PID"
   wait_serve 60
@@ -42,7 +47,8 @@ serve_side() { # <N>
   creates=$(grep -oE '[0-9]+ creates' "$SERVE_LOG" | tail -n1 | grep -oE '^[0-9]+')
   service=$(grep -m1 '^service ' "$SERVE_LOG" || true)
   echo "scale: $n sources: ${service:-no service line} (answered ${answered:-?}, AHs created ${creates:-?})"
-  sync_put "sc.$n.answered" "${answered:-0}"
+  SERVICE[r]=$(grep -oE 'without an AH create: [0-9]+ answered, [0-9.]+ ns/request' <<<"$service" | grep -oE '[0-9.]+ ns' | cut -d' ' -f1)
+  sync_put "sc.$r.answered" "${answered:-0}"
   if panicked "$SERVE_LOG"; then fail "$name" "serve panicked"
   elif [[ -z "$answered" || -z "$creates" || -z "$service" || -z "$failed" ]]; then fail "$name" "no statistics"
   elif ! [[ "$failed" =~ ^failed:\ completion\ 0\ AH\ 0\ send\ [0-9]+\ send-error\ 0$ ]]; then fail "$name" "$failed"
@@ -55,11 +61,12 @@ serve_side() { # <N>
   fi
 }
 
-send_side() { # <N>
-  local n=$1 name="scale:$1:send" qpn log cap tpid rc replies answered
-  qpn=$(sync_get "sc.$n.qpn" 600) || { fail "$name" "host a published no serve QPN"; return; }
-  if [[ "$qpn" == none ]]; then fail "$name" "serve on host a did not start"; sync_put "sc.$n.sent" 1; return; fi
-  log=$UDAH_OUT/raw-send.$n.log cap=$UDAH_OUT/replies.$n.pcap
+send_side() { # <run> <N>
+  local r=$1 n=$2 name="scale:$2:send" qpn log cap tpid rc replies answered
+  (( r > 1 )) && name+=":again"
+  qpn=$(sync_get "sc.$r.qpn" 600) || { fail "$name" "host a published no serve QPN"; return; }
+  if [[ "$qpn" == none ]]; then fail "$name" "serve on host a did not start"; sync_put "sc.$r.sent" 1; return; fi
+  log=$UDAH_OUT/raw-send.$r.log cap=$UDAH_OUT/replies.$r.pcap
   tcpdump -i "$UDAH_NETDEV" -nn -s 128 -w "$cap" "udp dst port 4791 and dst net $BASE.0.0/16" 2>/dev/null &
   tpid=$!
   sleep 1
@@ -71,11 +78,11 @@ send_side() { # <N>
   rc=$?
   sleep 3
   kill -INT "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
-  sync_put "sc.$n.sent" 1
+  sync_put "sc.$r.sent" 1
   echo "--- $name"
   sed 's/^/  raw-send| /' "$log"
   replies=$(tcpdump -nn -r "$cap" 2>/dev/null | wc -l)
-  answered=$(sync_get "sc.$n.answered" 120 || echo '?')
+  answered=$(sync_get "sc.$r.answered" 120 || echo '?')
   echo "  $replies replies to $BASE.0.0/16 seen on the wire; serve answered $answered"
   if panicked "$log"; then fail "$name" "raw-send panicked"
   elif [[ $rc -ne 0 ]]; then fail "$name" "raw-send exit $rc: $(tail -n1 "$log")"
@@ -93,8 +100,12 @@ if [[ "$UDAH_ROLE" == a ]]; then
     echo "  could not route $BASE.0.0/16 via $UDAH_PEER_IPV4"
   ip route get "$BASE.1.2" | sed 's/^/  route| /'
 fi
-for n in "${RUNS[@]}"; do
-  if [[ "$UDAH_ROLE" == a ]]; then serve_side "$n"; else send_side "$n"; fi
+for r in "${!RUNS[@]}"; do
+  if [[ "$UDAH_ROLE" == a ]]; then serve_side "$r" "${RUNS[r]}"; else send_side "$r" "${RUNS[r]}"; fi
 done
+if [[ "$UDAH_ROLE" == a && -n "${SERVICE[0]:-}" && -n "${SERVICE[1]:-}" && -n "${SERVICE[2]:-}" ]]; then
+  awk -v a="${SERVICE[0]}" -v b="${SERVICE[1]}" -v c="${SERVICE[2]}" 'BEGIN {
+    printf "scale: service per request without a create, against the first 64-source run: 10^4 sources %.2f, 64 again (control) %.2f\n", b / a, c / a }'
+fi
 [[ "$UDAH_ROLE" == a ]] && ip route del "$BASE.0.0/16" dev "$UDAH_NETDEV" 2>/dev/null
 exit 0
