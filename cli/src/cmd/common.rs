@@ -1,7 +1,8 @@
-//! What `serve` and `ping` share: the backend and link choices, the Q_Key
-//! default, the exit status of a usage error, payload bounds, number
-//! parsing and the stop-on-signal flag.
+//! What `serve` and `ping` share: the backend, device and port flags, the
+//! link choice, the Q_Key default, the exit status of a usage error,
+//! payload bounds, number parsing and the stop-on-signal flag.
 
+use super::error::UsageError;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 /// Which backend.
@@ -11,6 +12,35 @@ pub(crate) enum HalKind {
     Mock,
     /// libibverbs on a real or Soft-RoCE device.
     Ibverbs,
+}
+
+/// The backend, device and port flags of the commands that open one port
+/// (`ping`, `serve`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct PortArgs {
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = HalKind::Mock)]
+    pub(crate) hal: HalKind,
+    /// RDMA device (ibverbs; default: the first).
+    #[arg(long, short = 'd')]
+    pub(crate) device: Option<String>,
+    /// Port.
+    #[arg(long, short = 'p', default_value_t = 1)]
+    pub(crate) port: u8,
+}
+
+impl PortArgs {
+    /// The port's mistakes: port 0, and on the mock fabric any port but 1
+    /// (`side`: which end of the mock fabric the command is).
+    pub(crate) fn validate(&self, side: &'static str) -> Result<(), UsageError> {
+        if self.port == 0 {
+            return Err(UsageError::PortZero);
+        }
+        if self.hal == HalKind::Mock && self.port != 1 {
+            return Err(UsageError::MockPort { port: self.port, side });
+        }
+        Ok(())
+    }
 }
 
 /// The link layer of the mock fabric's ports.

@@ -21,7 +21,7 @@ use udah_core::wire::Gid;
 use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsError, WcOpcode, WcStatus};
 use udah_hal_mock::responder::{Mode, Responder};
 
-use super::common::{DEFAULT_QKEY_HEX, HalKind, MIN_SIZE, MOCK_MTU, MockLink, parse_u32};
+use super::common::{DEFAULT_QKEY_HEX, HalKind, MIN_SIZE, MOCK_MTU, MockLink, PortArgs, parse_u32};
 use super::error::UsageError;
 #[cfg(feature = "ibverbs")]
 use super::error::VerbsCmdError;
@@ -34,15 +34,9 @@ use super::verbs_port::{VerbsPort, default_gid_index};
 /// Arguments of `udah ping`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Backend.
-    #[arg(long, value_enum, default_value_t = HalKind::Mock)]
-    hal: HalKind,
-    /// RDMA device (ibverbs; default: the first).
-    #[arg(long, short = 'd')]
-    device: Option<String>,
-    /// Port.
-    #[arg(long, short = 'p', default_value_t = 1)]
-    port: u8,
+    /// Backend, device and port.
+    #[command(flatten)]
+    at: PortArgs,
     /// Local GID index (ibverbs; default: the first RoCE v2 entry of the
     /// destination's address family, else 0).
     #[arg(long, short = 'g')]
@@ -94,22 +88,17 @@ fn validate(args: &Args) -> Result<(), UsageError> {
     if args.size < MIN_SIZE {
         return Err(UsageError::SizeBelowMin(args.size));
     }
-    if args.port == 0 {
-        return Err(UsageError::PortZero);
-    }
-    if args.hal == HalKind::Mock {
+    args.at.validate("client")?;
+    if args.at.hal == HalKind::Mock {
         if args.size > MOCK_MTU {
             return Err(UsageError::SizeAboveMockMtu(args.size));
-        }
-        if args.port != 1 {
-            return Err(UsageError::MockPort { port: args.port, side: "client" });
         }
         for (set, flag) in [
             (args.dest.is_some(), "--dest"),
             (args.qpn.is_some(), "--qpn"),
             (args.dlid.is_some(), "--dlid"),
             (args.gid_index.is_some(), "--gid-index"),
-            (args.device.is_some(), "--device"),
+            (args.at.device.is_some(), "--device"),
             (args.ud_pingpong.is_some(), "--ud-pingpong"),
         ] {
             if set {
@@ -133,7 +122,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     if let Err(e) = validate(args) {
         return e.exit("ping");
     }
-    match args.hal {
+    match args.at.hal {
         HalKind::Mock => ping_mock(args),
         #[cfg(not(feature = "ibverbs"))]
         HalKind::Ibverbs => super::no_verbs_backend("ping --hal ibverbs"),
@@ -276,10 +265,10 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         }
         Some(_) => None,
     };
-    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
-    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, 16, Some(super::verbs_port::CqKind::Plain))?;
+    let hal = IbverbsHal::open_port(args.at.device.as_deref(), args.at.port)?;
+    let mut vp = VerbsPort::open(&hal, args.at.port, args.qkey, 16, Some(super::verbs_port::CqKind::Plain))?;
     // `validate` refused port 0 already.
-    let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
+    let port = PortNum::new(args.at.port).ok_or(UsageError::PortZero)?;
     let info = hal.port_info(port)?;
     let roce = info.link_layer == LinkLayer::Ethernet;
     let mut exchanged_lid = None;
@@ -287,14 +276,14 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         (Some(g), _) => g,
         (None, server) => {
             let server = server.as_deref().unwrap_or_default();
-            let gids = hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.at.port)?;
             // Ours goes first, before we know the server's family: -g, else
             // the first RoCE v2 IPv4 GID (ibv_ud_pingpong sends a zero GID
             // without -g, which only works on InfiniBand).
             let gid = match args.gid_index.or_else(|| default_gid_index(&gids, Some(true)).filter(|_| roce)) {
                 Some(i) => {
                     gids.entries.iter().find(|e| e.record.index == i).map(|e| e.record.gid).ok_or_else(|| {
-                        VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: i }
+                        VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.at.port, index: i }
                     })?
                 }
                 None => Gid([0; 16]),
@@ -314,15 +303,18 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         Dest::Lid(_) if roce => return Err(UsageError::LidOnRoce.into()),
         Dest::Lid(lid) => AhAttr { port, dlid: lid, sl: Sl::default(), src_path_bits: 0, static_rate: 0, grh: None },
         Dest::Gid(g) => {
-            let gids = hal.port_gids(args.port)?;
+            let gids = hal.port_gids(args.at.port)?;
             let idx = match args.gid_index {
                 Some(i) => i,
                 None => default_gid_index(&gids, Some(g.is_ipv4_mapped())).ok_or(UsageError::NoGid)?,
             };
             let Some(local) = gids.entries.iter().find(|e| e.record.index == idx) else {
-                return Err(
-                    VerbsError::GidNotFound { device: hal.device().to_owned(), port: args.port, index: idx }.into()
-                );
+                return Err(VerbsError::GidNotFound {
+                    device: hal.device().to_owned(),
+                    port: args.at.port,
+                    index: idx,
+                }
+                .into());
             };
             if roce && let Some(e) = family_mismatch(g, idx, local.record.gid) {
                 return Err(e.into());
@@ -359,7 +351,7 @@ fn ping_ibverbs(args: &Args) -> Result<ExitCode, VerbsCmdError> {
         args.dest.as_deref().unwrap_or_default(),
         args.qkey,
         hal.device(),
-        args.port,
+        args.at.port,
         vp.qp.qp_num(),
         args.count
     );

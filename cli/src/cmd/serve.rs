@@ -30,7 +30,7 @@ use udah_core::{
 use udah_hal_ibverbs::{IbverbsHal, UdDest, VerbsAh, VerbsError, WcOpcode, WcStatus, WorkCompletion};
 use udah_hal_mock::responder::{Mode, Responder as MockResponder};
 
-use super::common::{CqKind, DEFAULT_QKEY_HEX, HalKind, MockLink, parse_u32, stop_on_signals};
+use super::common::{CqKind, DEFAULT_QKEY_HEX, HalKind, MockLink, PortArgs, parse_u32, stop_on_signals};
 #[cfg(feature = "ibverbs")]
 use super::common::{EXIT_DEVICE_LOST, EXIT_QUEUE_FAULT};
 use super::error::UsageError;
@@ -54,15 +54,9 @@ use super::verbs_port::{RecvCq, Stamped, VerbsPort, default_gid_index};
 /// Arguments of `udah serve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Backend.
-    #[arg(long, value_enum, default_value_t = HalKind::Mock)]
-    hal: HalKind,
-    /// RDMA device (ibverbs; default: the first).
-    #[arg(long, short = 'd')]
-    device: Option<String>,
-    /// Port.
-    #[arg(long, short = 'p', default_value_t = 1)]
-    port: u8,
+    /// Backend, device and port.
+    #[command(flatten)]
+    at: PortArgs,
     /// GID index to advertise to clients (ibverbs; default: the first RoCE v2
     /// IPv4 entry, else the first RoCE v2 entry, else the first entry).
     /// Replies use the index the core finds for each request.
@@ -166,18 +160,13 @@ fn parse_prefix(s: &str) -> Result<(core::net::IpAddr, u8), String> {
 
 /// The command-line mistakes `serve` refuses before doing anything.
 fn validate(args: &Args) -> Result<(), UsageError> {
-    if args.port == 0 {
-        return Err(UsageError::PortZero);
-    }
-    if args.hal == HalKind::Mock {
+    args.at.validate("server")?;
+    if args.at.hal == HalKind::Mock {
         if args.peers == 0 {
             return Err(UsageError::NoPeers);
         }
-        if args.port != 1 {
-            return Err(UsageError::MockPort { port: args.port, side: "server" });
-        }
         for (set, flag) in [
-            (args.device.is_some(), "--device"),
+            (args.at.device.is_some(), "--device"),
             (args.gid_index.is_some(), "--gid-index"),
             (args.check_libibverbs, "--check-libibverbs"),
             (args.ud_pingpong, "--ud-pingpong"),
@@ -208,7 +197,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     if let Err(e) = validate(args) {
         return e.exit("serve");
     }
-    match args.hal {
+    match args.at.hal {
         HalKind::Mock => serve_mock(args),
         #[cfg(feature = "ibverbs")]
         HalKind::Ibverbs => match serve_ibverbs(args) {
@@ -351,24 +340,24 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     let depth = args.depth.max(2);
     // Dropped in the reverse order: the pipeline, the QP, then the backend
     // (the borrows make it so), after `shutdown` retired every AH.
-    let hal = IbverbsHal::open_port(args.device.as_deref(), args.port)?;
-    let mut vp = VerbsPort::open(&hal, args.port, args.qkey, depth, args.cq)?;
-    let mut events = super::serve_events::NetEvents::open(&hal, args.port)?;
+    let hal = IbverbsHal::open_port(args.at.device.as_deref(), args.at.port)?;
+    let mut vp = VerbsPort::open(&hal, args.at.port, args.qkey, depth, args.cq)?;
+    let mut events = super::serve_events::NetEvents::open(&hal, args.at.port)?;
     let stamp = args.stamp.then_some(Stamp::DEFAULT);
     // `validate` refused port 0 already.
-    let port = PortNum::new(args.port).ok_or(UsageError::PortZero)?;
+    let port = PortNum::new(args.at.port).ok_or(UsageError::PortZero)?;
     let table = boxed_table::<IbverbsHal, N>(table_seed()).map_err(VerbsCmdError::Table)?;
     let mut pipeline = pipeline_in(&hal, port, stamp, table)?;
     if !args.allow.is_empty() {
         pipeline.set_admission(admission(&args.allow)?);
     }
-    let pa = hal.port_attr(args.port)?;
-    let gids = hal.port_gids(args.port)?;
+    let pa = hal.port_attr(args.at.port)?;
+    let gids = hal.port_gids(args.at.port)?;
     let idx = match args.gid_index {
         Some(i) => {
             if !gids.entries.iter().any(|g| g.record.index == i) {
                 let device = hal.device().to_owned();
-                return Err(VerbsError::GidNotFound { device, port: args.port, index: i }.into());
+                return Err(VerbsError::GidNotFound { device, port: args.at.port, index: i }.into());
             }
             Some(i)
         }
@@ -378,7 +367,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     println!(
         "serving on {} port {} ({}, MTU {}): QPN {:#x} Q_Key {:#x} LID {:#x}{}",
         hal.device(),
-        args.port,
+        args.at.port,
         pa.link_layer,
         vp.mtu,
         vp.qp.qp_num(),
@@ -444,7 +433,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
     while (args.count == 0 || st.answered < args.count) && !stop.load(Ordering::Relaxed) {
         if !injected && args.fault_qp_after.is_some_and(|n| st.answered >= n) {
             injected = true;
-            vp.qp.to_error(args.port)?;
+            vp.qp.to_error(args.at.port)?;
             println!("fault test: QP {:#x} moved to the error state after {} answer(s)", vp.qp.qp_num(), st.answered);
         }
         // The listener polls the async fd (100 ms timeout) and checks the
@@ -534,7 +523,7 @@ fn serve_on<const N: usize>(args: &Args) -> Result<ExitCode, VerbsCmdError> {
             for ((stamped, _, area, payload), o) in chunk.iter().zip(out.iter_mut()).take(answered) {
                 let wc = &stamped.wc;
                 if let Some(c) = check.as_mut() {
-                    c.check(hal.context(), pipeline.gids(), args.port, wc, area);
+                    c.check(hal.context(), pipeline.gids(), args.at.port, wc, area);
                 }
                 let h = match o.take() {
                     Some(Ok(h)) => h,
