@@ -29,8 +29,9 @@ use super::table_box::boxed_table;
 /// of slots, so that the peers of two workers seldom have slots side by
 /// side (a core that reads a slot, or the line next to its own that the
 /// hardware prefetches, takes it from the other core when that worker's
-/// peer holds it). At 10³ peers on two threads, 2¹⁴ slots (6 % full) gave
-/// 1.87–2.0× the one-thread rate, 2¹² slots (24 % full) 1.35–1.47×
+/// peer holds it). At 10³ peers, two threads gave 1.49–2.03× the
+/// one-thread rate (median 1.64) with 2¹⁴ slots (6 % full), 1.16–1.46×
+/// (median 1.40) with 2¹² (24 % full), five rounds each
 /// (benches/RESULTS.md).
 const MIN_TABLE_SLOTS: usize = 1 << 14;
 /// The largest AH-table capacity (the largest of
